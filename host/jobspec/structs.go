@@ -1,0 +1,145 @@
+package jobspec
+
+import "time"
+
+// The types below are what a parsed and validated job file becomes. Every
+// field has its default applied by the parser, so consumers (task runner,
+// drivers, CSI hook) never re-derive defaults. Field names follow Nomad's api
+// package where the concept is the same.
+
+// Job types accepted in `type`, as in Nomad.
+const (
+	JobTypeService  = "service"
+	JobTypeBatch    = "batch"
+	JobTypeSystem   = "system"
+	JobTypeSysBatch = "sysbatch"
+)
+
+// Restart modes.
+const (
+	RestartModeDelay = "delay"
+	RestartModeFail  = "fail"
+)
+
+// Drivers pluginhost runs.
+const (
+	DriverRawExec = "raw_exec"
+	// DriverPlugin launches an sdk plugin through go-plugin. Under Nomad the
+	// same binary runs with driver raw_exec in standalone mode.
+	DriverPlugin = "pluginhost"
+)
+
+// CSI plugin types in a csi_plugin block.
+const (
+	CSIPluginTypeMonolith   = "monolith"
+	CSIPluginTypeNode       = "node"
+	CSIPluginTypeController = "controller"
+)
+
+// Job is one job file.
+type Job struct {
+	ID          string
+	Name        string
+	Type        string
+	Datacenters []string
+	Meta        map[string]string
+	TaskGroups  []*TaskGroup
+
+	// SourcePath is the file the job came from ("" for API submissions).
+	SourcePath string
+}
+
+// TaskGroup is a `group` block.
+type TaskGroup struct {
+	Name    string
+	Count   int
+	Restart *RestartPolicy
+	Volumes map[string]*VolumeRequest
+	Meta    map[string]string
+	Tasks   []*Task
+}
+
+// RestartPolicy is a `restart` block, merged group → task.
+type RestartPolicy struct {
+	Attempts int
+	Interval time.Duration
+	Delay    time.Duration
+	Mode     string
+}
+
+// VolumeRequest is a group `volume` block (type = "csi").
+type VolumeRequest struct {
+	Name           string
+	Type           string
+	Source         string
+	ReadOnly       bool
+	AccessMode     string
+	AttachmentMode string
+	MountOptions   *CSIMountOptions
+	PerAlloc       bool
+}
+
+// CSIMountOptions is a volume's `mount_options` block.
+type CSIMountOptions struct {
+	FSType     string
+	MountFlags []string
+}
+
+// Task is a `task` block.
+type Task struct {
+	Name   string
+	Driver string
+	// Config is the driver's `config` block.
+	Config *TaskConfig
+	Env    map[string]string
+	Meta   map[string]string
+
+	Restart     *RestartPolicy
+	KillTimeout time.Duration
+	KillSignal  string
+	Logs        *LogConfig
+	Resources   *Resources
+
+	CSIPluginConfig *TaskCSIPluginConfig
+	VolumeMounts    []*VolumeMount
+}
+
+// TaskConfig is the `config` block of raw_exec and pluginhost tasks.
+type TaskConfig struct {
+	Command string
+	Args    []string
+	WorkDir string
+	// Checksum is "sha256:<hex>" of the binary, checked before launch
+	// (pluginhost driver only).
+	Checksum string
+}
+
+// LogConfig is a `logs` block.
+type LogConfig struct {
+	MaxFiles      int
+	MaxFileSizeMB int
+	Disabled      bool
+}
+
+// Resources is a `resources` block. pluginhost does not enforce it on one
+// machine; it is accepted so job files stay portable to Nomad.
+type Resources struct {
+	CPU      int
+	MemoryMB int
+}
+
+// TaskCSIPluginConfig is a task's `csi_plugin` block.
+type TaskCSIPluginConfig struct {
+	ID                  string
+	Type                string
+	MountDir            string
+	StagePublishBaseDir string
+	HealthTimeout       time.Duration
+}
+
+// VolumeMount is a task's `volume_mount` block.
+type VolumeMount struct {
+	Volume      string
+	Destination string
+	ReadOnly    bool
+}
