@@ -24,9 +24,9 @@ const (
 // Drivers pluginhost runs.
 const (
 	DriverRawExec = "raw_exec"
-	// DriverPlugin launches an sdk plugin through go-plugin. Under Nomad the
-	// same binary runs with driver raw_exec in standalone mode.
-	DriverPlugin = "pluginhost"
+	// DriverGoPlugin launches an sdk plugin through go-plugin. Under Nomad
+	// the same binary runs with driver raw_exec in standalone mode.
+	DriverGoPlugin = "go_plugin"
 )
 
 // CSI plugin types in a csi_plugin block.
@@ -110,7 +110,7 @@ type TaskConfig struct {
 	Args    []string
 	WorkDir string
 	// Checksum is "sha256:<hex>" of the binary, checked before launch
-	// (pluginhost driver only).
+	// (go_plugin driver only).
 	Checksum string
 }
 
