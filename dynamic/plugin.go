@@ -1,7 +1,10 @@
 package dynamic
 
 import (
+	"errors"
+	"fmt"
 	"maps"
+	"path/filepath"
 	"time"
 )
 
@@ -56,6 +59,58 @@ func (p *PluginInfo) Copy() *PluginInfo {
 	}
 	c.Options = maps.Clone(p.Options)
 	return &c
+}
+
+// MaxSocketPathLen is the longest unix socket path Linux can bind or dial:
+// sun_path holds 108 bytes including the terminating NUL. Nomad never checks
+// it, so a long data_dir surfaces as an unexplained dial timeout; the
+// registry refuses such a socket at Register time instead.
+const MaxSocketPathLen = 107
+
+// ErrInvalid is wrapped by every validation error, so callers can tell bad
+// input from a failing store.
+var ErrInvalid = errors.New("invalid plugin info")
+
+// Validate reports the first missing or malformed field by name. Seq and
+// RegisteredAt are not checked: the registry owns them.
+func (p *PluginInfo) Validate() error {
+	switch {
+	case p == nil:
+		return fmt.Errorf("%w: nil", ErrInvalid)
+	case p.Type == "":
+		return fmt.Errorf("%w: missing Type", ErrInvalid)
+	case p.Name == "":
+		return fmt.Errorf("%w: missing Name", ErrInvalid)
+	case p.AllocID == "":
+		return fmt.Errorf("%w: missing AllocID", ErrInvalid)
+	case p.ConnectionInfo == nil:
+		return fmt.Errorf("%w: missing ConnectionInfo", ErrInvalid)
+	case p.ConnectionInfo.SocketPath == "":
+		return fmt.Errorf("%w: missing ConnectionInfo.SocketPath", ErrInvalid)
+	case !filepath.IsAbs(p.ConnectionInfo.SocketPath):
+		return fmt.Errorf("%w: ConnectionInfo.SocketPath %q is not absolute", ErrInvalid, p.ConnectionInfo.SocketPath)
+	case len(p.ConnectionInfo.SocketPath) > MaxSocketPathLen:
+		return fmt.Errorf("%w: ConnectionInfo.SocketPath is %d bytes, over the %d-byte unix socket limit: %q",
+			ErrInvalid, len(p.ConnectionInfo.SocketPath), MaxSocketPathLen, p.ConnectionInfo.SocketPath)
+	}
+	return nil
+}
+
+// sameRegistration reports whether b would change nothing if it replaced a:
+// every caller-supplied field is equal. Seq and RegisteredAt are the
+// registry's and do not count.
+func sameRegistration(a, b *PluginInfo) bool {
+	if a.Type != b.Type || a.Name != b.Name || a.AllocID != b.AllocID || a.Version != b.Version {
+		return false
+	}
+	if (a.ConnectionInfo == nil) != (b.ConnectionInfo == nil) {
+		return false
+	}
+	if a.ConnectionInfo != nil && *a.ConnectionInfo != *b.ConnectionInfo {
+		return false
+	}
+	// A nil and an empty map mean the same thing to every consumer.
+	return maps.Equal(a.Options, b.Options)
 }
 
 // Store is where the registry persists itself. Every method is called with the

@@ -1,0 +1,73 @@
+// Package dynamic is the registry of running plugin instances: the agent's
+// plugin supervisor registers each plugin allocation once it is healthy, and
+// consumers (the CSI manager) look plugins up, dispense clients for them and
+// follow their changes as a stream of events.
+//
+// # Identity and the active instance
+//
+// An instance is identified by (Type, Name, AllocID). Several allocations of
+// one plugin may be registered at once: during a rolling update the new
+// allocation registers before the old one stops, and after an agent restart
+// every restored allocation is present. Exactly one of them is active, the
+// one with the highest Seq. The registry assigns Seq from a counter that only
+// grows (and survives restarts through the Store), so:
+//
+//   - a new allocation is always the active one;
+//   - re-registering an existing allocation never changes who is active
+//     (identical info: nothing happens; changed info: an Updated event);
+//   - deregistering the active allocation activates the most recent
+//     remaining one, immediately, in the same critical section.
+//
+// The allocations of one (type, name) are kept in a doubly linked list in
+// Seq order with a map from alloc ID to list element, so registering,
+// deregistering and finding the successor cost O(1) whatever the number of
+// allocations, and the tail is always the active instance.
+//
+// A *PluginInfo held by the registry is never modified after it is stored;
+// an update swaps the pointer. Everything handed out is a copy.
+//
+// # Persistence
+//
+// Every change is written to the Store (one record, never the whole set)
+// while the write lock is held and before the in-memory state changes: if
+// the Store fails, the call returns the wrapped error and the registry is
+// exactly as before. New restores from Store.Plugins, so a restarted agent
+// knows its plugins before any supervisor has re-registered, and the same
+// allocation stays active. Unlike Nomad's registry, whose saved state
+// serialises a container/list to an empty map, what is stored is what is
+// restored.
+//
+// # Events
+//
+// Each plugin type has a feed: an append-only singly linked list of events
+// in which each node carries a ready channel that is closed when the next
+// node is appended. Publishing is O(1) and happens under the write lock,
+// which is what makes events totally ordered per type. Each subscriber owns
+// a goroutine that walks the list from the node that was the tail when it
+// subscribed and hands events to an unbuffered channel. Nothing ever waits
+// for a subscriber: a subscriber that stops reading only keeps the nodes
+// behind it alive, and gets every one of them, in order, when it reads
+// again. Nodes nobody still has to walk are garbage. Nomad instead sends
+// into a 1-slot channel while holding its write lock, so one slow reader can
+// deadlock it.
+//
+// Event carries only the allocation it is about (never another allocation's
+// info), and Active says whether that allocation is the active instance
+// after the change. Consumers act on Registered, Updated and Activated events
+// whose Active is true, and tear down on Deregistered. An Activated event
+// always directly follows the Deregistered event of the allocation it
+// replaces.
+//
+// Subscriptions end when their context ends or the registry shuts down;
+// events not yet read are then discarded. Watch returns the active instances
+// together with a subscription, atomically, for consumers that need a
+// starting state. WaitForPlugin walks the same feed in the caller's
+// goroutine, so it wakes on the registering event rather than polling.
+//
+// # Lifecycle
+//
+// Shutdown is idempotent and may race with anything: afterwards Register,
+// Deregister and Dispense return ErrShutdown, subscription channels are
+// closed, and it returns only after every subscriber goroutine has exited.
+// Reads (List, ListAllocs, ForAlloc, Active) keep working on the final state.
+package dynamic

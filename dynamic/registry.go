@@ -1,0 +1,448 @@
+package dynamic
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+var (
+	// ErrShutdown is returned by every mutating call after Shutdown.
+	ErrShutdown = errors.New("plugin registry is shut down")
+	// ErrNotFound means no allocation of the plugin is registered.
+	ErrNotFound = errors.New("plugin not found")
+	// ErrNoDispenser means no DispenseFunc is set for the plugin type.
+	ErrNoDispenser = errors.New("no dispenser for plugin type")
+)
+
+// DispenseFunc turns the active instance of a plugin into a client. It runs
+// without any registry lock held, so it may dial.
+type DispenseFunc func(info *PluginInfo) (any, error)
+
+// Config is what New needs.
+type Config struct {
+	// Store persists every change. Nil means in memory only (a fresh
+	// MemStore).
+	Store Store
+	// Dispensers maps a plugin type to its client factory. The map is
+	// copied; change it later with SetDispenser.
+	Dispensers map[string]DispenseFunc
+	// Logger is the parent logger; nil discards logs.
+	Logger hclog.Logger
+}
+
+// Registry tracks every registered allocation of every plugin. It is safe
+// for concurrent use. See the package documentation for its invariants.
+type Registry struct {
+	logger hclog.Logger
+	store  Store
+
+	// done is closed by Shutdown; subscriber goroutines and waiters watch it.
+	done chan struct{}
+	// subs counts subscriber goroutines, so Shutdown can wait for them.
+	subs sync.WaitGroup
+
+	mu         sync.RWMutex
+	shut       bool
+	plugins    map[string]map[string]*pluginSet // type → name → allocations
+	feeds      map[string]*feed                 // type → event list
+	dispensers map[string]DispenseFunc
+	nextSeq    uint64
+}
+
+// allocEntry is one registered allocation. Its info is never modified once
+// stored: an update replaces the pointer, so events and callers may share it.
+type allocEntry struct {
+	info       *PluginInfo
+	prev, next *allocEntry
+}
+
+// pluginSet holds the allocations of one (type, name) in a list ordered by
+// Seq, oldest first. New registrations always get the highest Seq, so they
+// append at the tail, and the tail is the active instance: registering,
+// deregistering and finding the successor are all O(1).
+type pluginSet struct {
+	allocs     map[string]*allocEntry
+	head, tail *allocEntry
+}
+
+func (s *pluginSet) push(e *allocEntry) {
+	e.prev, e.next = s.tail, nil
+	if s.tail != nil {
+		s.tail.next = e
+	} else {
+		s.head = e
+	}
+	s.tail = e
+	s.allocs[e.info.AllocID] = e
+}
+
+func (s *pluginSet) remove(e *allocEntry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		s.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		s.tail = e.prev
+	}
+	e.prev, e.next = nil, nil
+	delete(s.allocs, e.info.AllocID)
+}
+
+// New builds a registry and restores it from cfg.Store: every stored
+// allocation is registered again without events, the one with the highest
+// Seq per (type, name) active, and new registrations numbered after the
+// highest stored Seq. Stored records that fail validation are logged and
+// skipped but left in the store.
+func New(cfg Config) (*Registry, error) {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	store := cfg.Store
+	if store == nil {
+		store = NewMemStore()
+	}
+	r := &Registry{
+		logger:     logger.Named("dynamic"),
+		store:      store,
+		done:       make(chan struct{}),
+		plugins:    make(map[string]map[string]*pluginSet),
+		feeds:      make(map[string]*feed),
+		dispensers: maps.Clone(cfg.Dispensers),
+		nextSeq:    1,
+	}
+	if r.dispensers == nil {
+		r.dispensers = make(map[string]DispenseFunc)
+	}
+	records, err := store.Plugins()
+	if err != nil {
+		return nil, fmt.Errorf("restore plugin registry: %w", err)
+	}
+	r.restore(records)
+	return r, nil
+}
+
+func (r *Registry) restore(records []*PluginInfo) {
+	valid := make([]*PluginInfo, 0, len(records))
+	seen := make(map[pluginKey]int, len(records))
+	for _, rec := range records {
+		if err := rec.Validate(); err != nil {
+			r.logger.Warn("skipping unusable stored plugin record", "error", err)
+			continue
+		}
+		// A keyed store cannot hold duplicates, but a buggy one could; the
+		// later registration is the one that was current.
+		k := pluginKey{rec.Type, rec.Name, rec.AllocID}
+		if i, dup := seen[k]; dup {
+			if rec.Seq > valid[i].Seq {
+				valid[i] = rec.Copy()
+			}
+			continue
+		}
+		seen[k] = len(valid)
+		valid = append(valid, rec.Copy())
+	}
+	// Ties (records from before Seq existed have Seq 0) fall back to
+	// registration time and then alloc ID, so a restore is deterministic.
+	slices.SortFunc(valid, func(a, b *PluginInfo) int {
+		return cmp.Or(cmp.Compare(a.Seq, b.Seq), a.RegisteredAt.Compare(b.RegisteredAt), cmp.Compare(a.AllocID, b.AllocID))
+	})
+	for _, info := range valid {
+		r.setLocked(info.Type, info.Name, true).push(&allocEntry{info: info})
+		r.nextSeq = max(r.nextSeq, info.Seq+1)
+	}
+	if len(valid) > 0 {
+		r.logger.Debug("restored plugins", "allocations", len(valid), "skipped", len(records)-len(valid))
+	}
+}
+
+// setLocked returns the allocations of (pluginType, name), creating the set
+// if create is true. The caller holds the write lock if create is true.
+func (r *Registry) setLocked(pluginType, name string, create bool) *pluginSet {
+	byName, ok := r.plugins[pluginType]
+	if !ok {
+		if !create {
+			return nil
+		}
+		byName = make(map[string]*pluginSet)
+		r.plugins[pluginType] = byName
+	}
+	s, ok := byName[name]
+	if !ok && create {
+		s = &pluginSet{allocs: make(map[string]*allocEntry)}
+		byName[name] = s
+	}
+	return s
+}
+
+// Register adds an allocation of a plugin, or refreshes it if it is already
+// registered. A new allocation becomes the active instance of its plugin; the
+// previous ones stay registered behind it. The same allocation registered
+// again with identical info is a no-op; with changed info it is updated in
+// place, keeping its Seq, RegisteredAt and active status. Seq and
+// RegisteredAt in info are ignored. The change is in the Store before
+// Register returns; if the Store fails nothing changes.
+func (r *Registry) Register(info *PluginInfo) error {
+	if err := info.Validate(); err != nil {
+		return fmt.Errorf("register plugin: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.shut {
+		return fmt.Errorf("register %s plugin %q alloc %s: %w", info.Type, info.Name, info.AllocID, ErrShutdown)
+	}
+	set := r.setLocked(info.Type, info.Name, false)
+	if set != nil {
+		if e, ok := set.allocs[info.AllocID]; ok {
+			return r.updateLocked(set, e, info)
+		}
+	}
+
+	added := info.Copy()
+	added.Seq = r.nextSeq
+	added.RegisteredAt = time.Now()
+	if err := r.store.PutPlugin(added); err != nil {
+		return fmt.Errorf("register %s plugin %q alloc %s: persist: %w", info.Type, info.Name, info.AllocID, err)
+	}
+	r.nextSeq++
+	r.setLocked(info.Type, info.Name, true).push(&allocEntry{info: added})
+	r.feedLocked(info.Type).publish(&Event{Type: EventRegistered, Info: added, Active: true})
+	r.logger.Debug("plugin registered", "type", added.Type, "name", added.Name, "alloc_id", added.AllocID,
+		"version", added.Version, "seq", added.Seq)
+	return nil
+}
+
+func (r *Registry) updateLocked(set *pluginSet, e *allocEntry, info *PluginInfo) error {
+	if sameRegistration(e.info, info) {
+		return nil
+	}
+	updated := info.Copy()
+	updated.Seq = e.info.Seq
+	updated.RegisteredAt = e.info.RegisteredAt
+	if err := r.store.PutPlugin(updated); err != nil {
+		return fmt.Errorf("update %s plugin %q alloc %s: persist: %w", info.Type, info.Name, info.AllocID, err)
+	}
+	e.info = updated
+	active := set.tail == e
+	r.feedLocked(info.Type).publish(&Event{Type: EventUpdated, Info: updated, Active: active})
+	r.logger.Debug("plugin updated", "type", updated.Type, "name", updated.Name, "alloc_id", updated.AllocID,
+		"version", updated.Version, "active", active)
+	return nil
+}
+
+// cleanupSetLocked drops the maps of (pluginType, name) once they hold
+// nothing, so that churn through many plugin names does not leak.
+func (r *Registry) cleanupSetLocked(pluginType, name string) {
+	byName := r.plugins[pluginType]
+	if s, ok := byName[name]; ok && len(s.allocs) == 0 {
+		delete(byName, name)
+	}
+	if byName != nil && len(byName) == 0 {
+		delete(r.plugins, pluginType)
+	}
+}
+
+// Deregister removes exactly one allocation. If it was the active instance,
+// the most recent remaining allocation takes over at once: subscribers get a
+// Deregistered event for the removed allocation followed by an Activated
+// event for its successor. Deregistering an allocation that is not
+// registered (a plugin that failed before it registered) is a no-op that
+// emits nothing. If the Store fails, nothing changes.
+func (r *Registry) Deregister(pluginType, name, allocID string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.shut {
+		return fmt.Errorf("deregister %s plugin %q alloc %s: %w", pluginType, name, allocID, ErrShutdown)
+	}
+	set := r.setLocked(pluginType, name, false)
+	if set == nil {
+		return nil
+	}
+	e, ok := set.allocs[allocID]
+	if !ok {
+		return nil
+	}
+	if err := r.store.DeletePlugin(pluginType, name, allocID); err != nil {
+		return fmt.Errorf("deregister %s plugin %q alloc %s: persist: %w", pluginType, name, allocID, err)
+	}
+	wasActive := set.tail == e
+	set.remove(e)
+	f := r.feedLocked(pluginType)
+	f.publish(&Event{Type: EventDeregistered, Info: e.info})
+	r.logger.Debug("plugin deregistered", "type", pluginType, "name", name, "alloc_id", allocID, "was_active", wasActive)
+	if wasActive && set.tail != nil {
+		f.publish(&Event{Type: EventActivated, Info: set.tail.info, Active: true})
+		r.logger.Debug("plugin activated", "type", pluginType, "name", name, "alloc_id", set.tail.info.AllocID)
+	}
+	r.cleanupSetLocked(pluginType, name)
+	return nil
+}
+
+// List returns a copy of the active instance of every plugin of pluginType,
+// sorted by name.
+func (r *Registry) List(pluginType string) []*PluginInfo {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.listLocked(pluginType)
+}
+
+func (r *Registry) listLocked(pluginType string) []*PluginInfo {
+	byName := r.plugins[pluginType]
+	out := make([]*PluginInfo, 0, len(byName))
+	for _, s := range byName {
+		out = append(out, s.tail.info.Copy())
+	}
+	slices.SortFunc(out, func(a, b *PluginInfo) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// ListAllocs returns a copy of every registered allocation of pluginType,
+// active or not, sorted by name and then by Seq (so the last of each name is
+// the active one).
+func (r *Registry) ListAllocs(pluginType string) []*PluginInfo {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []*PluginInfo
+	for _, s := range r.plugins[pluginType] {
+		for e := s.head; e != nil; e = e.next {
+			out = append(out, e.info.Copy())
+		}
+	}
+	slices.SortFunc(out, func(a, b *PluginInfo) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Seq, b.Seq))
+	})
+	return out
+}
+
+// ForAlloc returns a copy of one allocation's info, active or not.
+func (r *Registry) ForAlloc(pluginType, name, allocID string) (*PluginInfo, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if s := r.setLocked(pluginType, name, false); s != nil {
+		if e, ok := s.allocs[allocID]; ok {
+			return e.info.Copy(), true
+		}
+	}
+	return nil, false
+}
+
+// Active returns a copy of the active instance of a plugin.
+func (r *Registry) Active(pluginType, name string) (*PluginInfo, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.activeLocked(pluginType, name)
+}
+
+func (r *Registry) activeLocked(pluginType, name string) (*PluginInfo, bool) {
+	if s := r.setLocked(pluginType, name, false); s != nil {
+		return s.tail.info.Copy(), true
+	}
+	return nil, false
+}
+
+// SetDispenser sets, replaces or (with a nil fn) removes the dispenser of a
+// plugin type. Tests use it to swap in their own client factory.
+func (r *Registry) SetDispenser(pluginType string, fn DispenseFunc) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if fn == nil {
+		delete(r.dispensers, pluginType)
+		return
+	}
+	r.dispensers[pluginType] = fn
+}
+
+// Dispense returns a client for the active instance of a plugin, made by its
+// type's DispenseFunc.
+func (r *Registry) Dispense(pluginType, name string) (any, error) {
+	r.mu.RLock()
+	shut := r.shut
+	info, found := r.activeLocked(pluginType, name)
+	fn := r.dispensers[pluginType]
+	r.mu.RUnlock()
+	switch {
+	case shut:
+		return nil, fmt.Errorf("dispense %s plugin %q: %w", pluginType, name, ErrShutdown)
+	case !found:
+		return nil, fmt.Errorf("dispense %s plugin %q: %w", pluginType, name, ErrNotFound)
+	case fn == nil:
+		return nil, fmt.Errorf("dispense %s plugin %q: %w %q", pluginType, name, ErrNoDispenser, pluginType)
+	}
+	client, err := fn(info)
+	if err != nil {
+		return nil, fmt.Errorf("dispense %s plugin %q alloc %s: %w", pluginType, name, info.AllocID, err)
+	}
+	return client, nil
+}
+
+// WaitForPlugin returns the active instance of a plugin as soon as there is
+// one: at once if it is registered, else when the event that activates it is
+// published. It returns ctx's error wrapped when ctx ends first, and
+// ErrShutdown when the registry shuts down first.
+func (r *Registry) WaitForPlugin(ctx context.Context, pluginType, name string) (*PluginInfo, error) {
+	r.mu.RLock()
+	info, ok := r.activeLocked(pluginType, name)
+	shut := r.shut
+	r.mu.RUnlock()
+	if ok {
+		return info, nil
+	}
+	if shut {
+		return nil, fmt.Errorf("wait for %s plugin %q: %w", pluginType, name, ErrShutdown)
+	}
+
+	// Check again and join the feed under the write lock, so that no
+	// registration can fall between the check and the wait.
+	r.mu.Lock()
+	if info, ok := r.activeLocked(pluginType, name); ok {
+		r.mu.Unlock()
+		return info, nil
+	}
+	if r.shut {
+		r.mu.Unlock()
+		return nil, fmt.Errorf("wait for %s plugin %q: %w", pluginType, name, ErrShutdown)
+	}
+	cur := r.feedLocked(pluginType).tail
+	r.mu.Unlock()
+
+	// Walk the feed in the caller's goroutine: no subscription to clean up.
+	for {
+		select {
+		case <-cur.ready:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for %s plugin %q: %w", pluginType, name, ctx.Err())
+		case <-r.done:
+			return nil, fmt.Errorf("wait for %s plugin %q: %w", pluginType, name, ErrShutdown)
+		}
+		cur = cur.next
+		if cur.ev.Active && cur.ev.Info.Name == name {
+			return cur.ev.Info.Copy(), nil
+		}
+	}
+}
+
+// Shutdown closes every subscription and makes Register and Deregister fail
+// with ErrShutdown. It returns once every subscriber goroutine has exited.
+// It is idempotent and safe to call concurrently with anything. The Store is
+// not closed: it belongs to whoever passed it in.
+func (r *Registry) Shutdown() {
+	r.mu.Lock()
+	if !r.shut {
+		r.shut = true
+		close(r.done)
+		r.logger.Debug("plugin registry shut down")
+	}
+	r.mu.Unlock()
+	r.subs.Wait()
+}
