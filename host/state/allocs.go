@@ -1,0 +1,438 @@
+package state
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pluginhost/pluginhost/host/jobspec"
+	"go.etcd.io/bbolt"
+)
+
+// Allocation layout, under the top-level "allocs" bucket:
+//
+//	allocs/<alloc id>/            one bucket per allocation
+//	    alloc                     Alloc (JSON)
+//	    tasks/<task name>/        one bucket per task
+//	        state                 TaskState (JSON)
+//	        handle                TaskHandle (JSON)
+//	        events/<seq u64 BE>   TaskEvent (JSON), the last maxTaskEvents
+//
+// Deleting an allocation is deleting its bucket, so nothing of it can be left
+// behind. Task records are only written under an allocation that has its
+// alloc record: a late write from a task runner racing DeleteAlloc gets
+// ErrAllocNotFound instead of resurrecting a headless allocation.
+const (
+	keyAlloc       = "alloc"
+	bucketTasks    = "tasks"
+	keyTaskState   = "state"
+	keyTaskHandle  = "handle"
+	bucketEvents   = "events"
+	maxTaskEvents  = 100
+	maxBucketNameN = bbolt.MaxKeySize
+)
+
+// Allocation desired and client statuses, as in Nomad.
+const (
+	AllocDesiredStatusRun  = "run"
+	AllocDesiredStatusStop = "stop"
+
+	AllocClientStatusPending  = "pending"
+	AllocClientStatusRunning  = "running"
+	AllocClientStatusComplete = "complete"
+	AllocClientStatusFailed   = "failed"
+)
+
+// Task states.
+const (
+	TaskStatePending = "pending"
+	TaskStateRunning = "running"
+	TaskStateDead    = "dead"
+)
+
+// Alloc is one allocation of a task group of a job on this agent.
+type Alloc struct {
+	ID        string
+	JobID     string
+	TaskGroup string
+	// Index is the allocation's index within the group (0..Count-1).
+	Index int
+	// Job is the job as submitted, so a restored allocation runs what it was
+	// started with even if the job file has changed since.
+	Job           *jobspec.Job
+	DesiredStatus string
+	ClientStatus  string
+	CreateTime    time.Time
+	ModifyTime    time.Time
+}
+
+// TaskState is a task's lifecycle state.
+type TaskState struct {
+	State       string
+	Failed      bool
+	Restarts    uint64
+	LastRestart time.Time
+	StartedAt   time.Time
+	FinishedAt  time.Time
+}
+
+// TaskEvent is one entry of a task's history.
+type TaskEvent struct {
+	Type     string
+	Time     time.Time
+	Message  string
+	ExitCode int
+	Signal   int
+	Details  map[string]string
+}
+
+// TaskHandle is what the agent needs to find a task's processes again after
+// it restarts.
+type TaskHandle struct {
+	Driver string
+	Pid    int
+	// StartTime is the process start time in clock ticks since boot
+	// (/proc/<pid>/stat field 22); with Pid it tells the task from a
+	// stranger that reused the pid.
+	StartTime  uint64
+	SocketPath string
+	// Reattach is set for go-plugin tasks.
+	Reattach        *ReattachRecord
+	LogmonPid       int
+	LogmonStartTime uint64
+}
+
+// ReattachRecord is the JSON-safe form of go-plugin's ReattachConfig, whose
+// Addr is an interface that does not decode.
+type ReattachRecord struct {
+	Protocol        string
+	ProtocolVersion int
+	Network         string
+	Addr            string
+	Pid             int
+}
+
+// AllocState is everything stored about one allocation, as LoadAllocs
+// returns it.
+type AllocState struct {
+	Alloc *Alloc
+	// Tasks is keyed by task name.
+	Tasks map[string]*TaskRecord
+}
+
+// TaskRecord is everything stored about one task; any part may be nil.
+type TaskRecord struct {
+	State  *TaskState
+	Handle *TaskHandle
+	// Events are oldest first.
+	Events []*TaskEvent
+}
+
+func checkName(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("empty %s", what)
+	}
+	if len(s) > maxBucketNameN {
+		return fmt.Errorf("%s is %d bytes, the limit is %d", what, len(s), maxBucketNameN)
+	}
+	return nil
+}
+
+func oneOf(v string, allowed ...string) bool {
+	for _, a := range allowed {
+		if v == a {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Alloc) validate() error {
+	if a == nil {
+		return errors.New("nil alloc")
+	}
+	if err := checkName("alloc ID", a.ID); err != nil {
+		return err
+	}
+	if a.DesiredStatus != "" && !oneOf(a.DesiredStatus, AllocDesiredStatusRun, AllocDesiredStatusStop) {
+		return fmt.Errorf("alloc %s: unknown desired status %q", a.ID, a.DesiredStatus)
+	}
+	if a.ClientStatus != "" && !oneOf(a.ClientStatus, AllocClientStatusPending, AllocClientStatusRunning,
+		AllocClientStatusComplete, AllocClientStatusFailed) {
+		return fmt.Errorf("alloc %s: unknown client status %q", a.ID, a.ClientStatus)
+	}
+	return nil
+}
+
+// PutAlloc inserts or replaces an allocation's record, keeping its tasks.
+func (db *DB) PutAlloc(a *Alloc) error {
+	if err := a.validate(); err != nil {
+		return fmt.Errorf("put alloc: %w", err)
+	}
+	return db.update("put alloc "+a.ID, func(tx *bbolt.Tx) error {
+		b, err := tx.Bucket([]byte(bucketAllocs)).CreateBucketIfNotExists([]byte(a.ID))
+		if err != nil {
+			return err
+		}
+		return putJSON(b, []byte(keyAlloc), a)
+	})
+}
+
+// DeleteAlloc removes an allocation and all of its tasks' records; a missing
+// allocation is not an error.
+func (db *DB) DeleteAlloc(allocID string) error {
+	if err := checkName("alloc ID", allocID); err != nil {
+		return fmt.Errorf("delete alloc: %w", err)
+	}
+	return db.update("delete alloc "+allocID, func(tx *bbolt.Tx) error {
+		err := tx.Bucket([]byte(bucketAllocs)).DeleteBucket([]byte(allocID))
+		if errors.Is(err, bbolt.ErrBucketNotFound) {
+			return nil
+		}
+		return err
+	})
+}
+
+// Allocs returns every allocation record, ordered by ID.
+func (db *DB) Allocs() ([]*Alloc, error) {
+	var out []*Alloc
+	err := db.view("list allocs", func(tx *bbolt.Tx) error {
+		return eachAlloc(tx, func(id []byte, b *bbolt.Bucket) error {
+			a, err := readAlloc(id, b)
+			if err == nil {
+				out = append(out, a)
+			}
+			return err
+		})
+	})
+	return out, err
+}
+
+// PutTaskState records a task's state.
+func (db *DB) PutTaskState(allocID, task string, s *TaskState) error {
+	if s == nil {
+		return fmt.Errorf("put task state %s/%s: nil state", allocID, task)
+	}
+	return db.updateTask("put task state", allocID, task, func(tb *bbolt.Bucket) error {
+		return putJSON(tb, []byte(keyTaskState), s)
+	})
+}
+
+// PutTaskHandle records how to find a task's processes again.
+func (db *DB) PutTaskHandle(allocID, task string, h *TaskHandle) error {
+	if h == nil {
+		return fmt.Errorf("put task handle %s/%s: nil handle", allocID, task)
+	}
+	return db.updateTask("put task handle", allocID, task, func(tb *bbolt.Bucket) error {
+		return putJSON(tb, []byte(keyTaskHandle), h)
+	})
+}
+
+// DeleteTaskHandle forgets a task's handle (its processes are gone). A
+// missing handle, task or allocation is not an error.
+func (db *DB) DeleteTaskHandle(allocID, task string) error {
+	if err := checkTaskNames(allocID, task); err != nil {
+		return fmt.Errorf("delete task handle: %w", err)
+	}
+	return db.update("delete task handle "+allocID+"/"+task, func(tx *bbolt.Tx) error {
+		tb := taskBucket(tx, allocID, task)
+		if tb == nil {
+			return nil
+		}
+		return deleteKey(tb, []byte(keyTaskHandle))
+	})
+}
+
+// AppendTaskEvent adds an event to a task's history and drops the oldest
+// beyond the last maxTaskEvents. The cost does not depend on how many events
+// the task ever had: keys are the bucket's own sequence numbers, so the
+// oldest is the first key, and at most one is dropped per append once full.
+func (db *DB) AppendTaskEvent(allocID, task string, ev *TaskEvent) error {
+	if ev == nil {
+		return fmt.Errorf("append task event %s/%s: nil event", allocID, task)
+	}
+	return db.updateTask("append task event", allocID, task, func(tb *bbolt.Bucket) error {
+		eb, err := tb.CreateBucketIfNotExists([]byte(bucketEvents))
+		if err != nil {
+			return err
+		}
+		seq, err := eb.NextSequence()
+		if err != nil {
+			return err
+		}
+		if err := putJSON(eb, seqKey(seq), ev); err != nil {
+			return err
+		}
+		if seq <= maxTaskEvents {
+			return nil
+		}
+		oldest := seq - maxTaskEvents
+		c := eb.Cursor()
+		for k, _ := c.First(); k != nil && len(k) == 8 && binary.BigEndian.Uint64(k) <= oldest; k, _ = c.First() {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// TaskEvents returns a task's retained events, oldest first. An allocation
+// that is not stored is ErrAllocNotFound; a task without events is empty.
+func (db *DB) TaskEvents(allocID, task string) ([]*TaskEvent, error) {
+	if err := checkTaskNames(allocID, task); err != nil {
+		return nil, fmt.Errorf("task events: %w", err)
+	}
+	var out []*TaskEvent
+	err := db.view("read task events "+allocID+"/"+task, func(tx *bbolt.Tx) error {
+		if tx.Bucket([]byte(bucketAllocs)).Bucket([]byte(allocID)) == nil {
+			return fmt.Errorf("%w: %s", ErrAllocNotFound, allocID)
+		}
+		tb := taskBucket(tx, allocID, task)
+		if tb == nil {
+			return nil
+		}
+		var err error
+		out, err = readEvents(tb)
+		return err
+	})
+	return out, err
+}
+
+// LoadAllocs returns everything stored about every allocation, for the
+// agent to restore at start, ordered by allocation ID. Any unreadable record
+// fails the whole load: the agent must not run with part of its state
+// silently missing.
+func (db *DB) LoadAllocs() ([]*AllocState, error) {
+	var out []*AllocState
+	err := db.view("load allocs", func(tx *bbolt.Tx) error {
+		return eachAlloc(tx, func(id []byte, ab *bbolt.Bucket) error {
+			a, err := readAlloc(id, ab)
+			if err != nil {
+				return err
+			}
+			as := &AllocState{Alloc: a, Tasks: map[string]*TaskRecord{}}
+			tasks := ab.Bucket([]byte(bucketTasks))
+			if tasks != nil {
+				err = tasks.ForEachBucket(func(name []byte) error {
+					tr, err := readTask(tasks.Bucket(name))
+					if err != nil {
+						return fmt.Errorf("alloc %s task %s: %w", id, name, err)
+					}
+					as.Tasks[string(name)] = tr
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+			}
+			out = append(out, as)
+			return nil
+		})
+	})
+	return out, err
+}
+
+func checkTaskNames(allocID, task string) error {
+	if err := checkName("alloc ID", allocID); err != nil {
+		return err
+	}
+	return checkName("task name", task)
+}
+
+// updateTask runs fn on a task's bucket, creating it, inside one commit.
+func (db *DB) updateTask(op, allocID, task string, fn func(tb *bbolt.Bucket) error) error {
+	if err := checkTaskNames(allocID, task); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return db.update(op+" "+allocID+"/"+task, func(tx *bbolt.Tx) error {
+		ab := tx.Bucket([]byte(bucketAllocs)).Bucket([]byte(allocID))
+		if ab == nil || ab.Get([]byte(keyAlloc)) == nil {
+			return fmt.Errorf("%w: %s", ErrAllocNotFound, allocID)
+		}
+		tasks, err := ab.CreateBucketIfNotExists([]byte(bucketTasks))
+		if err != nil {
+			return err
+		}
+		tb, err := tasks.CreateBucketIfNotExists([]byte(task))
+		if err != nil {
+			return err
+		}
+		return fn(tb)
+	})
+}
+
+func taskBucket(tx *bbolt.Tx, allocID, task string) *bbolt.Bucket {
+	ab := tx.Bucket([]byte(bucketAllocs)).Bucket([]byte(allocID))
+	if ab == nil {
+		return nil
+	}
+	tasks := ab.Bucket([]byte(bucketTasks))
+	if tasks == nil {
+		return nil
+	}
+	return tasks.Bucket([]byte(task))
+}
+
+func eachAlloc(tx *bbolt.Tx, fn func(id []byte, b *bbolt.Bucket) error) error {
+	allocs := tx.Bucket([]byte(bucketAllocs))
+	return allocs.ForEachBucket(func(id []byte) error {
+		return fn(id, allocs.Bucket(id))
+	})
+}
+
+func readAlloc(id []byte, b *bbolt.Bucket) (*Alloc, error) {
+	a := new(Alloc)
+	found, err := getJSON(b, []byte(keyAlloc), a)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("alloc %s: %w", id, err)
+	case !found:
+		return nil, fmt.Errorf("%w: alloc %s has task records but no alloc record", ErrCorrupt, id)
+	case a.ID != string(id):
+		return nil, fmt.Errorf("%w: alloc bucket %s holds the record of alloc %q", ErrCorrupt, id, a.ID)
+	}
+	return a, nil
+}
+
+func readTask(tb *bbolt.Bucket) (*TaskRecord, error) {
+	tr := new(TaskRecord)
+	var s TaskState
+	if found, err := getJSON(tb, []byte(keyTaskState), &s); err != nil {
+		return nil, err
+	} else if found {
+		tr.State = &s
+	}
+	var h TaskHandle
+	if found, err := getJSON(tb, []byte(keyTaskHandle), &h); err != nil {
+		return nil, err
+	} else if found {
+		tr.Handle = &h
+	}
+	events, err := readEvents(tb)
+	if err != nil {
+		return nil, err
+	}
+	tr.Events = events
+	return tr, nil
+}
+
+func readEvents(tb *bbolt.Bucket) ([]*TaskEvent, error) {
+	eb := tb.Bucket([]byte(bucketEvents))
+	if eb == nil {
+		return nil, nil
+	}
+	var out []*TaskEvent
+	err := forEachJSON(eb, func(_ []byte, ev *TaskEvent) error {
+		out = append(out, ev)
+		return nil
+	})
+	return out, err
+}
+
+func seqKey(seq uint64) []byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], seq)
+	return k[:]
+}
