@@ -1,0 +1,89 @@
+package api
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"strings"
+)
+
+// DefaultAddr is where the CLI looks for the agent when neither -address nor
+// PLUGINHOST_ADDR says otherwise. It is short on purpose (sun_path holds 107
+// bytes) and independent of any data dir, because the CLI has no config file.
+const DefaultAddr = "unix:///tmp/pluginhost/pluginhost.sock"
+
+// EnvAddr is the environment variable the CLI reads the agent's address from.
+const EnvAddr = "PLUGINHOST_ADDR"
+
+// maxUnixPath is the usable length of sun_path on Linux (108 bytes minus the
+// terminating NUL). Longer paths fail to bind or, worse, get truncated into
+// dial timeouts (Nomad #24295), so they are refused up front.
+const maxUnixPath = 107
+
+// Addr is a parsed API address.
+type Addr struct {
+	// Network is "unix" or "tcp".
+	Network string
+	// Address is a socket path for unix, host:port for tcp.
+	Address string
+}
+
+// String renders a in the form ParseAddr accepts.
+func (a Addr) String() string {
+	if a.Network == "unix" {
+		return "unix://" + a.Address
+	}
+	return a.Address
+}
+
+// ParseAddr parses an API address: "unix:///abs/path.sock", an absolute socket
+// path, or a loopback "host:port" (optionally prefixed "http://"). TCP is
+// refused on anything but loopback because the API has no authentication:
+// on one machine the socket's file mode is the access control.
+func ParseAddr(s string) (Addr, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "":
+		return Addr{}, fmt.Errorf("address is empty")
+	case strings.HasPrefix(s, "unix://"):
+		return unixAddr(strings.TrimPrefix(s, "unix://"))
+	case strings.HasPrefix(s, "/"):
+		return unixAddr(s)
+	case strings.Contains(s, "://") && !strings.HasPrefix(s, "http://"):
+		return Addr{}, fmt.Errorf("address %q: unsupported scheme (want unix:// or http://)", s)
+	}
+	hostport := strings.TrimSuffix(strings.TrimPrefix(s, "http://"), "/")
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return Addr{}, fmt.Errorf("address %q: %w", s, err)
+	}
+	if port == "" {
+		return Addr{}, fmt.Errorf("address %q: missing port", s)
+	}
+	if !isLoopback(host) {
+		return Addr{}, fmt.Errorf("address %q: only loopback TCP addresses are allowed (the API has no authentication)", s)
+	}
+	return Addr{Network: "tcp", Address: hostport}, nil
+}
+
+func unixAddr(path string) (Addr, error) {
+	if path == "" {
+		return Addr{}, fmt.Errorf("unix address has no path")
+	}
+	if !filepath.IsAbs(path) {
+		return Addr{}, fmt.Errorf("unix socket path %q is not absolute", path)
+	}
+	if len(path) > maxUnixPath {
+		return Addr{}, fmt.Errorf("unix socket path %q is %d bytes, over the %d-byte limit of sun_path", path, len(path), maxUnixPath)
+	}
+	return Addr{Network: "unix", Address: filepath.Clean(path)}, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}

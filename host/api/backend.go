@@ -1,0 +1,84 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/pluginhost/pluginhost/host/jobspec"
+)
+
+// Backend is what the HTTP server serves. The agent (package host)
+// implements it; the server only translates HTTP to these calls and errors
+// back to status codes, so every rule about jobs and plugins lives in one
+// place, behind this interface.
+//
+// Every method must honour ctx: it is the request's context and is
+// cancelled when the client goes away.
+type Backend interface {
+	// RunJob registers (or updates) a job and starts its allocations.
+	RunJob(ctx context.Context, job *jobspec.Job) (*JobRegisterResponse, error)
+	// StopJob stops a job's allocations; purge also forgets the job.
+	StopJob(ctx context.Context, jobID string, purge bool) error
+	Jobs(ctx context.Context) ([]*JobListStub, error)
+	Job(ctx context.Context, id string) (*Job, error)
+	// Allocs lists a job's allocations; it returns ErrNotFound for an
+	// unknown job rather than an empty list.
+	Allocs(ctx context.Context, jobID string) ([]*AllocListStub, error)
+	// Alloc accepts a full ID or a unique prefix; an ambiguous prefix is an
+	// *AmbiguousError.
+	Alloc(ctx context.Context, id string) (*Allocation, error)
+	// AllocLogs copies a task's rotated log files to w, oldest first, and
+	// with follow keeps copying until ctx is done or the task is dead and
+	// its logs drained. It must not write to w before it has validated its
+	// arguments, so that errors can still become a status code.
+	AllocLogs(ctx context.Context, allocID, task string, stderr, follow bool, w io.Writer) error
+	Plugins(ctx context.Context) ([]*CSIPluginListStub, error)
+	Plugin(ctx context.Context, id string) (*CSIPlugin, error)
+	// Events subscribes to the live event stream. The channel is closed
+	// when ctx is done (and may be closed earlier, e.g. on agent shutdown
+	// or when the subscriber fell too far behind).
+	Events(ctx context.Context) (<-chan *Event, error)
+	Self(ctx context.Context) (*AgentSelf, error)
+}
+
+// ErrNotFound is wrapped by Backend errors about an unknown job,
+// allocation, task or plugin; the server answers 404.
+var ErrNotFound = errors.New("not found")
+
+// FieldError is bad input the user can fix: the server answers 400 and names
+// Field in the JSON body. Backends return it for requests that are well
+// formed but not acceptable (e.g. a job the agent cannot run).
+type FieldError struct {
+	// Field is the request field (query parameter, body field or job
+	// attribute path such as "TaskGroups[0].Tasks[0].Driver").
+	Field string
+	// Err says what is wrong with it.
+	Err error
+}
+
+func (e *FieldError) Error() string {
+	if e.Field == "" {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("%s: %v", e.Field, e.Err)
+}
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// fieldErrorf builds a *FieldError.
+func fieldErrorf(field, format string, args ...any) *FieldError {
+	return &FieldError{Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+// AmbiguousError says an ID prefix matched more than one object; the server
+// answers 400 and lists the matches, as Nomad's CLI does.
+type AmbiguousError struct {
+	Prefix  string
+	Matches []string
+}
+
+func (e *AmbiguousError) Error() string {
+	return fmt.Sprintf("prefix %q matched %d objects: %v", e.Prefix, len(e.Matches), e.Matches)
+}

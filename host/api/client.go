@@ -1,0 +1,314 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/pluginhost/pluginhost/host/jobspec"
+)
+
+// Client talks to an agent's API; one method per endpoint. It is safe for
+// concurrent use.
+type Client struct {
+	addr Addr
+	base string
+	http *http.Client
+}
+
+// NewClient returns a client for addr (see ParseAddr).
+func NewClient(addr string) (*Client, error) {
+	a, err := ParseAddr(addr)
+	if err != nil {
+		return nil, fmt.Errorf("api client: %w", err)
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: 4}
+	base := "http://" + a.Address
+	if a.Network == "unix" {
+		var d net.Dialer
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", a.Address)
+		}
+		// The host part is ignored by the dialer; it only has to be valid.
+		base = "http://pluginhost"
+	}
+	// No client-wide timeout: event and log streams last as long as their
+	// context, and every call takes one.
+	return &Client{addr: a, base: base, http: &http.Client{Transport: tr}}, nil
+}
+
+// Addr returns the address the client talks to.
+func (c *Client) Addr() string { return c.addr.String() }
+
+// Close releases idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// StatusError is a non-2xx answer.
+type StatusError struct {
+	StatusCode int
+	ErrorResponse
+}
+
+func (e *StatusError) Error() string {
+	msg := e.ErrorResponse.Error
+	if e.Field != "" && !strings.Contains(msg, e.Field) {
+		msg = e.Field + ": " + msg
+	}
+	return fmt.Sprintf("%s (HTTP %d)", msg, e.StatusCode)
+}
+
+// Is makes errors.Is(err, ErrNotFound) work on the client side too.
+func (e *StatusError) Is(target error) bool {
+	return target == ErrNotFound && e.StatusCode == http.StatusNotFound
+}
+
+// Jobs lists the jobs.
+func (c *Client) Jobs(ctx context.Context) ([]*JobListStub, error) {
+	var out []*JobListStub
+	return out, c.do(ctx, http.MethodGet, "/v1/jobs", nil, nil, &out)
+}
+
+// Job returns one job.
+func (c *Client) Job(ctx context.Context, id string) (*Job, error) {
+	var out Job
+	if err := c.do(ctx, http.MethodGet, "/v1/job/"+url.PathEscape(id), nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// RegisterJobSource submits a job file's text; the agent parses it, so parse
+// errors come back as a *StatusError with Diagnostics.
+func (c *Client) RegisterJobSource(ctx context.Context, filename string, src []byte) (*JobRegisterResponse, error) {
+	return c.register(ctx, &JobRegisterRequest{Source: string(src), Filename: filename})
+}
+
+// RegisterJob submits a parsed job.
+func (c *Client) RegisterJob(ctx context.Context, job *jobspec.Job) (*JobRegisterResponse, error) {
+	return c.register(ctx, &JobRegisterRequest{Job: job})
+}
+
+func (c *Client) register(ctx context.Context, req *JobRegisterRequest) (*JobRegisterResponse, error) {
+	var out JobRegisterResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/jobs", nil, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// StopJob stops a job; purge also forgets it.
+func (c *Client) StopJob(ctx context.Context, id string, purge bool) error {
+	q := url.Values{}
+	if purge {
+		q.Set("purge", "true")
+	}
+	return c.do(ctx, http.MethodDelete, "/v1/job/"+url.PathEscape(id), q, nil, nil)
+}
+
+// JobAllocations lists a job's allocations.
+func (c *Client) JobAllocations(ctx context.Context, jobID string) ([]*AllocListStub, error) {
+	var out []*AllocListStub
+	return out, c.do(ctx, http.MethodGet, "/v1/job/"+url.PathEscape(jobID)+"/allocations", nil, nil, &out)
+}
+
+// Allocation returns one allocation; id may be a unique prefix.
+func (c *Client) Allocation(ctx context.Context, id string) (*Allocation, error) {
+	var out Allocation
+	if err := c.do(ctx, http.MethodGet, "/v1/allocation/"+url.PathEscape(id), nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// AllocLogs copies a task's logs to w. task may be empty for a one-task
+// allocation. With follow it returns when ctx is done (returning nil) or the
+// agent ends the stream. An error the agent hit mid-stream is returned too.
+func (c *Client) AllocLogs(ctx context.Context, allocID, task string, stderr, follow bool, w io.Writer) error {
+	q := url.Values{}
+	if task != "" {
+		q.Set("task", task)
+	}
+	if stderr {
+		q.Set("type", "stderr")
+	} else {
+		q.Set("type", "stdout")
+	}
+	if follow {
+		q.Set("follow", "true")
+	}
+	resp, err := c.send(ctx, http.MethodGet, "/v1/client/fs/logs/"+url.PathEscape(allocID), q, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("read logs of %s: %w", allocID, err)
+	}
+	if msg := resp.Trailer.Get(TrailerError); msg != "" {
+		return fmt.Errorf("logs of %s ended early: %s", allocID, msg)
+	}
+	return nil
+}
+
+// Plugins lists the CSI plugins.
+func (c *Client) Plugins(ctx context.Context) ([]*CSIPluginListStub, error) {
+	var out []*CSIPluginListStub
+	return out, c.do(ctx, http.MethodGet, "/v1/plugins", url.Values{"type": {"csi"}}, nil, &out)
+}
+
+// Plugin returns one CSI plugin.
+func (c *Client) Plugin(ctx context.Context, id string) (*CSIPlugin, error) {
+	var out CSIPlugin
+	if err := c.do(ctx, http.MethodGet, "/v1/plugin/csi/"+url.PathEscape(id), nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Self describes the agent.
+func (c *Client) Self(ctx context.Context) (*AgentSelf, error) {
+	var out AgentSelf
+	if err := c.do(ctx, http.MethodGet, "/v1/agent/self", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Health reports whether the agent is ready. A reachable agent that is not
+// ready yet is (false, nil).
+func (c *Client) Health(ctx context.Context) (bool, error) {
+	var out AgentHealth
+	err := c.do(ctx, http.MethodGet, "/v1/agent/health", nil, nil, &out)
+	var se *StatusError
+	if errors.As(err, &se) && se.StatusCode == http.StatusServiceUnavailable {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return out.Ready, nil
+}
+
+// EventStream is a live subscription; read it with Next from one goroutine.
+type EventStream struct {
+	body io.ReadCloser
+	sc   *bufio.Scanner
+}
+
+// maxEventBytes bounds one event line; events are small, but a plugin's
+// health description is free text.
+const maxEventBytes = 4 << 20
+
+// Events subscribes to the event stream, optionally filtered to topics. When
+// it returns, the subscription is live on the agent: every later event will
+// be delivered. The stream ends when ctx is done or Close is called.
+func (c *Client) Events(ctx context.Context, topics ...string) (*EventStream, error) {
+	q := url.Values{}
+	for _, t := range topics {
+		q.Add("topic", t)
+	}
+	resp, err := c.send(ctx, http.MethodGet, "/v1/event/stream", q, nil)
+	if err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), maxEventBytes)
+	return &EventStream{body: resp.Body, sc: sc}, nil
+}
+
+// Next blocks for the next event. It returns io.EOF when the agent ended the
+// stream and the context's error when the subscriber's context ended.
+// Heartbeats are skipped.
+func (s *EventStream) Next(ctx context.Context) (*Event, error) {
+	for s.sc.Scan() {
+		line := bytes.TrimSpace(s.sc.Bytes())
+		if len(line) == 0 || bytes.Equal(line, []byte("{}")) {
+			continue
+		}
+		var ev Event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return nil, fmt.Errorf("decode event: %w", err)
+		}
+		return &ev, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.sc.Err(); err != nil {
+		return nil, fmt.Errorf("read event stream: %w", err)
+	}
+	return nil, io.EOF
+}
+
+// Close ends the subscription.
+func (s *EventStream) Close() error { return s.body.Close() }
+
+// do sends a request with an optional JSON body and decodes a JSON answer
+// into out (if not nil).
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	resp, err := c.send(ctx, method, path, q, in)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// send performs a request and turns non-2xx answers into *StatusError; on
+// success the caller owns resp.Body.
+func (c *Client) send(ctx context.Context, method, path string, q url.Values, in any) (*http.Response, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: encode request: %w", method, path, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	u := c.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s at %s: %w", method, path, c.addr, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	se := &StatusError{StatusCode: resp.StatusCode}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err := json.Unmarshal(raw, &se.ErrorResponse); err != nil || se.ErrorResponse.Error == "" {
+		se.ErrorResponse.Error = strings.TrimSpace(string(raw))
+		if se.ErrorResponse.Error == "" {
+			se.ErrorResponse.Error = resp.Status
+		}
+	}
+	return nil, se
+}

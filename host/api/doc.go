@@ -1,0 +1,46 @@
+// Package api is the agent's HTTP API: a JSON server over a unix socket (or a
+// loopback TCP port), the wire types, and the Go client the CLI and the
+// end-to-end tests use.
+//
+// # Design
+//
+// The server knows nothing about jobs, allocations or plugins. It serves a
+// Backend, an interface the agent (package host) implements, and does only
+// what HTTP needs: routing, decoding and checking input, mapping errors to
+// status codes, streaming. That keeps every rule about the agent's objects
+// in one place and lets this package be tested against an in-memory backend
+// over a real socket.
+//
+// Paths follow Nomad's where the concept is the same (/v1/jobs, /v1/job/<id>,
+// /v1/allocation/<id>, /v1/client/fs/logs/<alloc>, /v1/plugins?type=csi,
+// /v1/plugin/csi/<id>, /v1/event/stream, /v1/agent/self, /v1/agent/health),
+// and so do the JSON field names of the types in types.go.
+//
+// # Invariants
+//
+//   - Every non-2xx answer is JSON ErrorResponse{error, field}: 400 for input
+//     the user can fix (naming the field), 404 for unknown IDs (errors that
+//     wrap ErrNotFound), 405 for a wrong method, 413 for an oversized body, 500
+//     otherwise. Backends signal with ErrNotFound, *FieldError and
+//     *AmbiguousError; writeError is the only place that maps them.
+//   - A panic in a handler or backend becomes a logged 500; the server stays
+//     up. Input is checked before the backend sees it: a submitted job has no
+//     nil groups or tasks and names everything the backend will index by.
+//   - Every request context descends from the server's base context, which
+//     Shutdown cancels before waiting: streams (events, followed logs) end on
+//     shutdown instead of holding it up.
+//   - The event stream sends its status line only after Backend.Events has
+//     subscribed, so a client holding the response sees every later event.
+//     Clients subscribe first and act second (job run does) and never poll.
+//     Each event is one JSON line, flushed; idle streams carry "{}"
+//     heartbeats so both ends notice a dead peer.
+//   - Log streams send their status on the first byte; an error after that
+//     travels in the X-Pluginhost-Error trailer, so a truncated log never
+//     looks complete to the Client.
+//   - A unix socket is created 0600 in a 0700 directory (created if
+//     missing), replaces only a stale socket (one that refuses connections),
+//     never a live socket or another file, and is removed on shutdown. Paths
+//     over sun_path's 107 bytes are refused by ParseAddr instead of failing
+//     later as dial timeouts. TCP is loopback-only: the API has no
+//     authentication, so the socket's file mode is the access control.
+package api

@@ -1,0 +1,66 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+)
+
+var topics = []string{TopicAllocation, TopicTask, TopicJob, TopicPlugin, TopicRegistry, TopicAgent}
+
+// eventStream writes one JSON event per line and flushes each, until the
+// client goes away, the server shuts down or the backend closes the channel.
+// The status line is sent only after the backend subscription exists, so a
+// client that has its response headers will see every later event: `job run`
+// relies on that to subscribe first and register second without a gap.
+func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
+	want := r.URL.Query()["topic"]
+	for _, t := range want {
+		if !slices.Contains(topics, t) {
+			writeError(w, r, s.log, fieldErrorf("topic", "%q is not a topic (want one of %v)", t, topics))
+			return
+		}
+	}
+	ctx := r.Context()
+	ch, err := s.cfg.Backend.Events(ctx)
+	if err != nil {
+		writeError(w, r, s.log, fmt.Errorf("subscribe to events: %w", err))
+		return
+	}
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	if err := rc.Flush(); err != nil {
+		s.log.Debug("event stream: flush failed", "error", err)
+		return
+	}
+	heartbeat := time.NewTicker(s.cfg.Heartbeat)
+	defer heartbeat.Stop()
+	enc := json.NewEncoder(w)
+	for {
+		var err error
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-ch:
+			if !ok {
+				return
+			}
+			if ev == nil || (len(want) > 0 && !slices.Contains(want, ev.Topic)) {
+				continue
+			}
+			err = enc.Encode(ev)
+		case <-heartbeat.C:
+			_, err = w.Write([]byte("{}\n"))
+		}
+		if err == nil {
+			err = rc.Flush()
+		}
+		if err != nil {
+			s.log.Debug("event stream ended", "error", err)
+			return
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// TrailerError is the HTTP trailer that carries an error which happened after
+// a log stream had started, when the status code was already sent. Clients
+// must check it, or a truncated log would look complete.
+const TrailerError = "X-Pluginhost-Error"
+
+func (s *Server) allocLogs(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	q := r.URL.Query()
+	var stderr bool
+	switch t := q.Get("type"); t {
+	case "", "stdout":
+	case "stderr":
+		stderr = true
+	default:
+		writeError(w, r, s.log, fieldErrorf("type", "%q is not a log type (want stdout or stderr)", t))
+		return
+	}
+	follow, err := boolQuery(r, "follow")
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	alloc, err := s.cfg.Backend.Alloc(r.Context(), id)
+	if err == nil && alloc == nil {
+		err = ErrNotFound
+	}
+	if err != nil {
+		writeError(w, r, s.log, fmt.Errorf("allocation %q: %w", id, err))
+		return
+	}
+	task, err := pickTask(alloc, q.Get("task"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+
+	w.Header().Set("Trailer", TrailerError)
+	sw := &streamWriter{w: w, rc: http.NewResponseController(w)}
+	err = s.cfg.Backend.AllocLogs(r.Context(), alloc.ID, task, stderr, follow, sw)
+	switch {
+	case err == nil:
+		sw.start()
+	case !sw.started:
+		writeError(w, r, s.log, fmt.Errorf("logs of %s/%s: %w", alloc.ID, task, err))
+	case r.Context().Err() != nil:
+		// Client gone or shutting down: a followed stream ends this way.
+	default:
+		s.log.Warn("log stream failed", "alloc", alloc.ID, "task", task, "error", err)
+		w.Header().Set(TrailerError, err.Error())
+	}
+}
+
+// pickTask resolves the task query parameter: it may be omitted when the
+// allocation has exactly one task, as with Nomad's CLI.
+func pickTask(alloc *Allocation, task string) (string, error) {
+	tasks := alloc.Tasks
+	if len(tasks) == 0 {
+		for name := range alloc.TaskStates {
+			tasks = append(tasks, name)
+		}
+		slices.Sort(tasks)
+	}
+	if task == "" {
+		switch len(tasks) {
+		case 1:
+			return tasks[0], nil
+		case 0:
+			return "", fieldErrorf("task", "allocation %s has no tasks", alloc.ID)
+		default:
+			return "", fieldErrorf("task", "allocation %s has several tasks; name one of: %s",
+				alloc.ID, strings.Join(tasks, ", "))
+		}
+	}
+	for _, t := range tasks {
+		if t == task {
+			return task, nil
+		}
+	}
+	return "", &FieldError{Field: "task", Err: fmt.Errorf("allocation %s has no task %q (tasks: %s): %w",
+		alloc.ID, task, strings.Join(tasks, ", "), ErrNotFound)}
+}
+
+// streamWriter sends the status line on the first write and flushes after
+// every write, so that followed logs arrive as they are written.
+type streamWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	started bool
+}
+
+func (s *streamWriter) start() {
+	if s.started {
+		return
+	}
+	s.started = true
+	s.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	s.w.Header().Set("X-Content-Type-Options", "nosniff")
+	s.w.WriteHeader(http.StatusOK)
+}
+
+func (s *streamWriter) Write(p []byte) (int, error) {
+	s.start()
+	n, err := s.w.Write(p)
+	if err != nil {
+		return n, fmt.Errorf("write log stream: %w", err)
+	}
+	if err := s.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return n, fmt.Errorf("flush log stream: %w", err)
+	}
+	return n, nil
+}

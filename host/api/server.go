@@ -1,0 +1,214 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/pluginhost/pluginhost/host/jobspec"
+)
+
+// Defaults for ServerConfig's optional fields.
+const (
+	DefaultHeartbeat    = 10 * time.Second
+	DefaultMaxBodyBytes = 4 << 20
+	// shutdownGrace bounds Serve's own shutdown when its context ends.
+	shutdownGrace = 5 * time.Second
+)
+
+// ServerConfig configures NewServer.
+type ServerConfig struct {
+	// Addr is where to listen (see ParseAddr); required.
+	Addr string
+	// Backend answers the requests; required.
+	Backend Backend
+	// Logger is named "http" below the given logger; nil logs nothing.
+	Logger hclog.Logger
+	// ParseJob parses a submitted job file; nil means jobspec.Parse.
+	// Tests and embedders may swap it.
+	ParseJob func(src []byte, filename string) (*jobspec.Job, error)
+	// Heartbeat is how often an idle event stream sends "{}" so that both
+	// ends notice a dead peer; 0 means DefaultHeartbeat.
+	Heartbeat time.Duration
+	// MaxBodyBytes caps request bodies; 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+}
+
+// Server is the agent's HTTP API. NewServer listens; Serve answers until its
+// context ends or Shutdown is called.
+type Server struct {
+	cfg  ServerConfig
+	log  hclog.Logger
+	addr Addr
+	ln   net.Listener
+	http *http.Server
+
+	// baseCtx parents every request context. Shutdown cancels it first,
+	// because http.Server.Shutdown waits for requests to finish and
+	// streaming requests (events, followed logs) never would on their own.
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// NewServer validates cfg and starts listening, so that when it returns
+// clients can connect (their requests wait until Serve runs). A unix socket's
+// directory is created 0700 if missing; a stale socket left by a dead agent is
+// removed, a live one is an error.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if cfg.Backend == nil {
+		return nil, errors.New("api: ServerConfig.Backend is nil")
+	}
+	addr, err := ParseAddr(cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.ParseJob == nil {
+		cfg.ParseJob = parseJob
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger.Named("http"), addr: addr}
+	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+
+	ln, err := listen(addr)
+	if err != nil {
+		s.cancelBase()
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	s.ln = ln
+	if addr.Network == "tcp" {
+		// Port 0 asks for any port: report the one we got.
+		s.addr.Address = ln.Addr().String()
+	}
+	s.http = &http.Server{
+		Handler:           withRecover(s.log, s.routes()),
+		BaseContext:       func(net.Listener) context.Context { return s.baseCtx },
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	return s, nil
+}
+
+// Addr returns the address the server listens on, in ParseAddr's form.
+func (s *Server) Addr() string { return s.addr.String() }
+
+// Serve answers requests until ctx is done or Shutdown is called. It returns
+// nil after a clean shutdown.
+func (s *Server) Serve(ctx context.Context) error {
+	errCh := make(chan error, 1)
+	go func() { errCh <- s.http.Serve(s.ln) }()
+	s.log.Info("API listening", "addr", s.Addr())
+	select {
+	case err := <-errCh:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		s.cancelBase()
+		return fmt.Errorf("api: serve %s: %w", s.Addr(), err)
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		defer cancel()
+		err := s.Shutdown(sctx)
+		<-errCh
+		return err
+	}
+}
+
+// Shutdown stops accepting connections, ends streaming requests, waits for
+// the others until ctx is done, and removes the unix socket. It is safe to
+// call more than once and without Serve.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutdownOnce.Do(func() {
+		s.cancelBase()
+		err := s.http.Shutdown(ctx)
+		// http.Server.Shutdown closes only listeners Serve has seen; close
+		// ours in case Serve never ran. The error is "already closed".
+		_ = s.ln.Close()
+		if err != nil {
+			s.shutdownErr = fmt.Errorf("api: shutdown: %w", err)
+		}
+		s.log.Info("API stopped", "addr", s.Addr())
+	})
+	return s.shutdownErr
+}
+
+// listen opens addr; for a unix socket it prepares the directory, clears a
+// stale socket and sets mode 0600.
+func listen(addr Addr) (net.Listener, error) {
+	if addr.Network == "tcp" {
+		ln, err := net.Listen("tcp", addr.Address)
+		if err != nil {
+			return nil, fmt.Errorf("listen on %s: %w", addr.Address, err)
+		}
+		return ln, nil
+	}
+	path := addr.Address
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create socket directory: %w", err)
+	}
+	if err := removeStaleSocket(path); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	// Listen creates the socket with the umask's mode; tighten it before
+	// Serve answers anything. Until then the kernel queues connections
+	// but no request is handled, so the short window leaks nothing.
+	if err := os.Chmod(path, 0o600); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("chmod %s: %w", path, err)
+	}
+	// The listener removes the socket file when closed.
+	ln.(*net.UnixListener).SetUnlinkOnClose(true)
+	return ln, nil
+}
+
+// removeStaleSocket removes path if it is a socket nobody answers on. It
+// refuses to touch anything else: a live socket means another agent is
+// running, and a regular file is not ours to delete.
+func removeStaleSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check socket %s: %w", path, err)
+	}
+	if fi.Mode().Type() != fs.ModeSocket {
+		return fmt.Errorf("%s exists and is not a socket; refusing to replace it", path)
+	}
+	conn, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		_ = conn.Close()
+		return fmt.Errorf("%s: another process is listening on this socket (is an agent already running?)", path)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("probe existing socket %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove stale socket %s: %w", path, err)
+	}
+	return nil
+}
