@@ -277,7 +277,7 @@ func TestClientEndpoints(t *testing.T) {
 		c.ParseJob = func(src []byte, filename string) (*jobspec.Job, error) {
 			if strings.Contains(string(src), "bogus") {
 				return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unsupported argument",
-					Detail: `An argument named "bogus" is not expected here.`,
+					Detail:  `An argument named "bogus" is not expected here.`,
 					Subject: &hcl.Range{Filename: filename, Start: hcl.Pos{Line: 3, Column: 5}}}}
 			}
 			return &jobspec.Job{ID: "fromsrc", Type: "service", SourcePath: filename}, nil
