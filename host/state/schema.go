@@ -96,7 +96,6 @@ func (db *DB) setup(ms []migration) error {
 			ErrNotStateFile, db.path, bucketMeta, others)
 	case version == 0:
 		db.log.Info("initialising new state file", "path", db.path, "schema_version", want)
-		version = want
 	case version > want:
 		return fmt.Errorf("%w: state file %s has schema version %d, this pluginhost understands up to %d: upgrade pluginhost",
 			ErrSchemaTooNew, db.path, version, want)
@@ -125,7 +124,7 @@ func (db *DB) setup(ms []migration) error {
 				return fmt.Errorf("bucket %q: %w", name, err)
 			}
 		}
-		return putVersion(tx, version)
+		return putVersion(tx, want)
 	}); err != nil {
 		return err
 	}
