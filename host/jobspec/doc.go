@@ -1,0 +1,80 @@
+// Package jobspec parses pluginhost job files: a strict subset of Nomad's
+// HCL2 jobspec, so that every file pluginhost accepts is also a valid Nomad
+// job with the same meaning (the one documented exception is `checksum`,
+// below).
+//
+// # Pipeline
+//
+// Parse runs hclsyntax, then decodes the body by hand against one
+// hcl.BodySchema per block (see hclstrict for why not gohcl), applies
+// defaults, and validates. Nothing stops at the first problem: all
+// diagnostics of a file are collected and returned together as one
+// *hclstrict.DiagnosticsError whose text quotes each offending line as
+// file:line:col with the range underlined. The only exception is a syntax
+// error, after which decoding is skipped because the partial tree would
+// produce misleading follow-on errors.
+//
+// # Invariants for consumers
+//
+//   - A returned *Job is fully validated and every field holds its final
+//     value: defaults are applied here and only here, so the task runner,
+//     drivers and the CSI hook never re-derive them. Maps (Meta, Env, Volumes)
+//     are non-nil.
+//   - Task.Restart is the merged policy: Nomad's default for the job type,
+//     overlaid with the group's restart block, overlaid key by key with the
+//     task's. TaskGroup.Restart is the group-level merge.
+//   - Names (job ID, group, task) never contain '/', whitespace, control
+//     characters, and are never "." or "..": they are safe as path elements.
+//   - CSI plugin IDs match [A-Za-z0-9][A-Za-z0-9._-]{0,127}; one allocation
+//     serves a plugin ID at most once per role (node, controller; monolith
+//     counts as both).
+//
+// # Defaults (Nomad's, as chosen here)
+//
+//	type                        "service"
+//	datacenters                 ["*"]         (Nomad 1.6+)
+//	group.count                 1             (0..1000; system/sysbatch 0..1)
+//	restart, service & system   attempts 2, interval 30m, delay 15s, mode "fail"
+//	restart, batch & sysbatch   attempts 3, interval 24h, delay 15s, mode "fail"
+//	kill_timeout                5s
+//	kill_signal                 "SIGINT"
+//	logs                        max_files 10, max_file_size 10 (MB)
+//	resources                   cpu 100 (MHz), memory 300 (MB); not enforced
+//	csi_plugin.mount_dir        "/csi"
+//	csi_plugin.stage_publish_base_dir = mount_dir
+//	csi_plugin.health_timeout   30s
+//
+// Restart policies follow Nomad's consistency rules: interval >= 5s, zero
+// attempts only with mode "fail", attempts*delay <= interval.
+//
+// # Where pluginhost is stricter than Nomad
+//
+// Refusing is always safe for the "also valid in Nomad" promise, so the parser
+// refuses what would silently misbehave: volume `type` must be written (Nomad
+// defaults to "host", pluginhost only has "csi"); CSI volumes need
+// access_mode and attachment_mode; kill_signal must be a signal that can end
+// a process; durations must be strings; unknown `${...}` names are errors
+// (Nomad keeps them as text); HCL functions, `variable` and `locals` are not
+// supported.
+//
+// # The checksum exception
+//
+// `config { checksum = "sha256:<64 hex>" }` is accepted under the go_plugin
+// driver only, and is stored lowercased. Nomad's raw_exec rejects unknown
+// config keys, so a raw_exec task with checksum is refused here too. Moving
+// a go_plugin job to Nomad already means changing its driver to raw_exec;
+// drop checksum in the same edit.
+//
+// # Runtime variables
+//
+// `${NOMAD_ALLOC_ID}`, `${CSI_ENDPOINT}`, `${node.unique.name}` and the other
+// names of RuntimeVariables (plus `${NOMAD_META_<key>}`) only have values
+// once an allocation exists. The parser evaluates each reference to its own
+// text, so the parsed job still holds "${NOMAD_ALLOC_ID}", and the task runner
+// expands it per allocation with Interpolate. References are allowed only
+// where the task runner interpolates: config.command, config.args,
+// config.work_dir and env values; anywhere else hcl reports "Variables not
+// allowed". An unknown name is an error at its location. `$${X}` is HCL's
+// escape for a literal "${X}", which Interpolate will then expand if X is
+// known, exactly as Nomad does.
+package jobspec

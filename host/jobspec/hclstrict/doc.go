@@ -1,0 +1,21 @@
+// Package hclstrict is the strict HCL decoding shared by job files
+// (host/jobspec) and the agent configuration (host/config).
+//
+// Both file kinds are decoded by hand against hcl.BodySchema instead of with
+// gohcl struct tags. Hand decoding keeps the hcl.Range of every attribute and
+// block, so validation that happens after type conversion (a signal name, a
+// duration, a reference to an undeclared volume) can still point at the exact
+// characters it is about. gohcl loses ranges once a value lands in a struct.
+//
+// Invariants:
+//   - Every problem becomes an hcl.Diagnostic with a Subject range; a
+//     Decoder never panics on input and never stops at the first error.
+//   - NewError is the only way diagnostics become a Go error; the resulting
+//     *DiagnosticsError carries the parser's Files so its text can quote the
+//     source, and is what callers test for with errors.As.
+//   - Null means unset: getters treat `x = null` like a missing `x`.
+//   - Variables are opt-in per attribute through a Scope. With a nil Scope,
+//     hcl reports any reference as "Variables not allowed", so a runtime
+//     placeholder cannot silently end up as literal text in a key that is
+//     never interpolated.
+package hclstrict

@@ -1,0 +1,96 @@
+package jobspec
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+
+	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
+)
+
+// MaxFileSize bounds what ParseFile reads. Job files are a few kilobytes; a
+// larger file is a mistake (a binary passed by accident), not a job.
+const MaxFileSize = 4 << 20
+
+// ParseFile reads, parses and validates the job file at path. Job.SourcePath
+// is the file's absolute path. Parse and validation errors are a
+// *hclstrict.DiagnosticsError; I/O errors are wrapped os errors.
+func ParseFile(path string) (*Job, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("job file %s: %w", path, err)
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, fmt.Errorf("open job file: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat job file: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("job file %s: not a regular file", path)
+	}
+	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read job file: %w", err)
+	}
+	if len(src) > MaxFileSize {
+		return nil, fmt.Errorf("job file %s: larger than the %d byte limit", path, MaxFileSize)
+	}
+	// Diagnostics name the file as the user wrote it: that is the text
+	// their terminal and editor can jump to.
+	job, err := Parse(src, path)
+	if err != nil {
+		return nil, err
+	}
+	job.SourcePath = abs
+	return job, nil
+}
+
+// Parse parses and validates one job file held in memory; filename is used
+// in diagnostics only. On failure the error is a *hclstrict.DiagnosticsError
+// listing every problem found, each with its location.
+func Parse(src []byte, filename string) (*Job, error) {
+	p := hclparse.NewParser()
+	file, diags := p.ParseHCL(src, filename)
+	d := &hclstrict.Decoder{}
+	d.Add(diags)
+	var job *Job
+	// After a syntax error the body is a best-effort partial tree; decoding
+	// it would add confusing follow-on errors about keys that are fine.
+	if file != nil && !diags.HasErrors() {
+		job = decodeFile(d, file.Body, filename)
+	}
+	if err := hclstrict.NewError(d.Diags(), p.Files()); err != nil {
+		return nil, err
+	}
+	if job == nil {
+		// Unreachable: decodeFile reports why whenever it returns nil.
+		return nil, fmt.Errorf("job file %s: no job", filename)
+	}
+	return job, nil
+}
+
+var fileSchema = &hcl.BodySchema{
+	Blocks: []hcl.BlockHeaderSchema{{Type: "job", LabelNames: []string{"id"}}},
+}
+
+func decodeFile(d *hclstrict.Decoder, body hcl.Body, filename string) *Job {
+	content := d.Content(body, fileSchema)
+	if len(content.Blocks) == 0 {
+		start := hcl.Pos{Line: 1, Column: 1, Byte: 0}
+		d.Errorf(hcl.Range{Filename: filename, Start: start, End: start}, "Missing job block",
+			"A job file holds exactly one `job \"<id>\" { ... }` block.")
+		return nil
+	}
+	for _, b := range content.Blocks[1:] {
+		d.Errorf(b.DefRange, "Duplicate job block", "A job file holds exactly one job; the first is at %s.", content.Blocks[0].DefRange)
+	}
+	return decodeJob(d, content.Blocks[0])
+}
