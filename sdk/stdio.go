@@ -1,0 +1,120 @@
+package sdk
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// nonBlockingStdio returns a writer for the same pipe as f whose writes never
+// wait: when the pipe is full, or its reader is gone, a write fails at once
+// with EAGAIN or EPIPE instead of blocking the caller. A plugin's stdout and
+// stderr are pipes to a host that may be dead, restarting, or simply not
+// reading, and a plugin that blocks on a log line stops answering CSI calls.
+//
+// The trick needs a file description of its own, so that setting O_NONBLOCK
+// does not leak into f (which a shell or sibling process may share): Linux
+// gives one when a pipe is reopened through /proc/self/fd. The *os.File is
+// created while the descriptor is blocking, so the runtime does not put it in
+// its poller (which would park the writer instead of failing), and only then
+// switched to non-blocking.
+//
+// Anything but a pipe (a terminal, a regular file, /dev/null) is returned as
+// is: those do not fill up. ok reports whether f was replaced.
+func nonBlockingStdio(f *os.File) (nb *os.File, ok bool, err error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return f, false, fmt.Errorf("stat %s: %w", f.Name(), err)
+	}
+	if fi.Mode()&os.ModeNamedPipe == 0 {
+		return f, false, nil
+	}
+	path := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+	// O_NONBLOCK on open: a FIFO with no reader fails with ENXIO instead
+	// of blocking the open forever.
+	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ENXIO) {
+			return nil, false, fmt.Errorf("reopen %s: reader is gone: %w", f.Name(), err)
+		}
+		return f, false, fmt.Errorf("reopen %s: %w", f.Name(), err)
+	}
+	if err := syscall.SetNonblock(fd, false); err != nil {
+		_ = syscall.Close(fd)
+		return f, false, fmt.Errorf("reopen %s: %w", f.Name(), err)
+	}
+	nb = os.NewFile(uintptr(fd), f.Name())
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		_ = nb.Close()
+		return f, false, fmt.Errorf("reopen %s: %w", f.Name(), err)
+	}
+	return nb, true, nil
+}
+
+// devNull is where output goes once its reader is known to be gone.
+func devNull() (*os.File, error) {
+	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
+	}
+	return f, nil
+}
+
+// stdioSwap replaces os.Stdout and os.Stderr with non-blocking writers for
+// the lifetime of a plugin-mode Serve, and puts the originals back on
+// restore. It exists because go-plugin's own answer (pipes that are drained
+// only while a host streams stdio) blocks a plugin after 64 KiB once the host
+// is gone; here a write to a full or orphaned pipe fails instead.
+type stdioSwap struct {
+	origOut, origErr *os.File
+	opened           []*os.File
+}
+
+func swapStdio() (*stdioSwap, error) {
+	s := &stdioSwap{origOut: os.Stdout, origErr: os.Stderr}
+	out, err := s.replacement(os.Stdout)
+	if err != nil {
+		s.closeOpened()
+		return nil, err
+	}
+	errf, err := s.replacement(os.Stderr)
+	if err != nil {
+		s.closeOpened()
+		return nil, err
+	}
+	os.Stdout, os.Stderr = out, errf
+	return s, nil
+}
+
+func (s *stdioSwap) replacement(f *os.File) (*os.File, error) {
+	nb, ok, err := nonBlockingStdio(f)
+	switch {
+	case err != nil && nb == nil:
+		// The reader is already gone: nothing written can reach anyone.
+		nb, err = devNull()
+		if err != nil {
+			return nil, err
+		}
+		s.opened = append(s.opened, nb)
+		return nb, nil
+	case err != nil:
+		return nil, err
+	case ok:
+		s.opened = append(s.opened, nb)
+	}
+	return nb, nil
+}
+
+func (s *stdioSwap) closeOpened() {
+	for _, f := range s.opened {
+		_ = f.Close()
+	}
+	s.opened = nil
+}
+
+func (s *stdioSwap) restore() {
+	os.Stdout, os.Stderr = s.origOut, s.origErr
+	s.closeOpened()
+}
