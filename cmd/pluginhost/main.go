@@ -2,11 +2,65 @@
 package main
 
 import (
-	"fmt"
+	"context"
+	"io"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hashicorp/cli"
 )
 
+// version is the release, stamped at link time with
+// -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
 func main() {
-	fmt.Fprintln(os.Stderr, "pluginhost: the agent is not built yet (see the agent issue)")
-	os.Exit(1)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ui := &cli.BasicUi{Reader: os.Stdin, Writer: os.Stdout, ErrorWriter: os.Stderr}
+	code := run(ctx, os.Args[1:], ui, os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+// run is main without the process: tests call it in-process with their own
+// Ui, writers and environment.
+func run(ctx context.Context, args []string, ui cli.Ui, stdout, stderr io.Writer, getenv func(string) string) int {
+	m := &Meta{Ctx: ctx, Ui: ui, Out: stdout, Getenv: getenv}
+	c := &cli.CLI{
+		Name:           "pluginhost",
+		Version:        version,
+		Args:           args,
+		Commands:       commands(m),
+		HiddenCommands: []string{"logmon"},
+		HelpFunc:       cli.BasicHelpFunc("pluginhost"),
+		HelpWriter:     stdout,
+		ErrorWriter:    stderr,
+	}
+	code, err := c.Run()
+	if err != nil {
+		ui.Error("Error: " + err.Error())
+		return 1
+	}
+	return code
+}
+
+// commands is the command table; every command shares m.
+func commands(m *Meta) map[string]cli.CommandFactory {
+	return map[string]cli.CommandFactory{
+		"agent":         func() (cli.Command, error) { return &AgentCommand{Meta: m}, nil },
+		"job":           func() (cli.Command, error) { return &JobCommand{Meta: m}, nil },
+		"job run":       func() (cli.Command, error) { return &JobRunCommand{Meta: m}, nil },
+		"job stop":      func() (cli.Command, error) { return &JobStopCommand{Meta: m}, nil },
+		"job status":    func() (cli.Command, error) { return &JobStatusCommand{Meta: m}, nil },
+		"job validate":  func() (cli.Command, error) { return &JobValidateCommand{Meta: m}, nil },
+		"alloc":         func() (cli.Command, error) { return &AllocCommand{Meta: m}, nil },
+		"alloc status":  func() (cli.Command, error) { return &AllocStatusCommand{Meta: m}, nil },
+		"alloc logs":    func() (cli.Command, error) { return &AllocLogsCommand{Meta: m}, nil },
+		"plugin":        func() (cli.Command, error) { return &PluginCommand{Meta: m}, nil },
+		"plugin status": func() (cli.Command, error) { return &PluginStatusCommand{Meta: m}, nil },
+		"events":        func() (cli.Command, error) { return &EventsCommand{Meta: m}, nil },
+		"logmon":        func() (cli.Command, error) { return &LogmonCommand{Meta: m}, nil },
+		"version":       func() (cli.Command, error) { return &VersionCommand{Meta: m}, nil },
+	}
 }

@@ -296,6 +296,12 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, in
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		// url.Error repeats method and URL, and the URL's host is a
+		// placeholder for unix sockets: keep only the cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, fmt.Errorf("%s %s at %s: %w", method, path, c.addr, err)
 	}
 	if resp.StatusCode/100 == 2 {

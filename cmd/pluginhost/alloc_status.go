@@ -1,0 +1,126 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/pluginhost/pluginhost/host/api"
+)
+
+// AllocStatusCommand shows one allocation.
+type AllocStatusCommand struct {
+	*Meta
+}
+
+func (c *AllocStatusCommand) Synopsis() string {
+	return "Show an allocation, its tasks and their events"
+}
+
+func (c *AllocStatusCommand) Help() string {
+	return helpText(`
+Usage: pluginhost alloc status [-json] [-verbose] ALLOC
+
+  Show an allocation and, for each task, its state, restarts and recent
+  events (newest first; -verbose shows them all). ALLOC may be any unique
+  prefix of the allocation ID.
+` + helpAgentOptions + "\n" + helpReadOptions)
+}
+
+// recentEvents is how many task events the view shows without -verbose,
+// as in Nomad.
+const recentEvents = 10
+
+func (c *AllocStatusCommand) Run(args []string) int {
+	fs := c.flagSet("alloc status", true, true)
+	if !c.parse(fs, args) {
+		return 1
+	}
+	if fs.NArg() != 1 {
+		return c.usageError("alloc status", "This command takes one argument: the allocation ID")
+	}
+	client, err := c.client()
+	if err != nil {
+		return c.fail("connecting to the agent", err)
+	}
+	defer client.Close()
+	a, err := client.Allocation(c.Ctx, fs.Arg(0))
+	if err != nil {
+		return c.fail(fmt.Sprintf("reading allocation %q", fs.Arg(0)), err)
+	}
+	if c.json {
+		return c.outputJSON(a)
+	}
+	now := c.now()
+	c.Ui.Output(formatKV([]string{
+		"ID|" + c.shortID(a.ID),
+		"Name|" + cell(a.Name),
+		"Job ID|" + cell(a.JobID),
+		"Task Group|" + cell(a.TaskGroup),
+		"Client Status|" + cell(a.ClientStatus),
+		"Client Description|" + cell(a.ClientDescription),
+		"Desired Status|" + cell(a.DesiredStatus),
+		"Desired Description|" + cell(a.DesiredDescription),
+		"Created|" + agoNano(now, a.CreateTime),
+		"Modified|" + agoNano(now, a.ModifyTime),
+		"Alloc Dir|" + cell(a.AllocDir),
+	}))
+	for _, name := range taskOrder(a) {
+		ts := a.TaskStates[name]
+		if ts == nil {
+			c.Ui.Output(fmt.Sprintf("\nTask %q has no state yet", name))
+			continue
+		}
+		c.Ui.Output(fmt.Sprintf("\nTask %q is %q", name, ts.State))
+		c.Ui.Output(formatKV([]string{
+			"Started At|" + formatTime(ts.StartedAt),
+			"Finished At|" + formatTime(ts.FinishedAt),
+			"Failed|" + strconv.FormatBool(ts.Failed),
+			"Total Restarts|" + strconv.FormatUint(ts.Restarts, 10),
+			"Last Restart|" + formatTime(ts.LastRestart),
+		}))
+		c.Ui.Output("\nRecent Events:")
+		c.Ui.Output(c.eventTable(ts.Events))
+	}
+	return 0
+}
+
+// taskOrder lists tasks in spec order, then any that only have state.
+func taskOrder(a *api.Allocation) []string {
+	out := slices.Clone(a.Tasks)
+	var extra []string
+	for name := range a.TaskStates {
+		if !slices.Contains(out, name) {
+			extra = append(extra, name)
+		}
+	}
+	slices.Sort(extra)
+	return append(out, extra...)
+}
+
+func (c *AllocStatusCommand) eventTable(events []*api.TaskEvent) string {
+	rows := []string{"Time|Type|Description"}
+	n := 0
+	for i := len(events) - 1; i >= 0; i-- {
+		if !c.verbose && n == recentEvents {
+			break
+		}
+		e := events[i]
+		rows = append(rows, fmt.Sprintf("%s|%s|%s", formatUnixNano(e.Time), cell(e.Type), cell(describeTaskEvent(e))))
+		n++
+	}
+	return formatList(rows)
+}
+
+// describeTaskEvent is the event's message, with the exit code or signal
+// for terminations the agent did not already spell out.
+func describeTaskEvent(e *api.TaskEvent) string {
+	msg := e.DisplayMessage
+	if e.Type == api.TaskTerminated && msg == "" {
+		msg = fmt.Sprintf("Exit Code: %d", e.ExitCode)
+		if e.Signal != 0 {
+			msg += fmt.Sprintf(", Signal: %d", e.Signal)
+		}
+	}
+	return msg
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/pluginhost/pluginhost/host/api"
+)
+
+// EventsCommand prints the agent's live event stream.
+type EventsCommand struct {
+	*Meta
+}
+
+func (c *EventsCommand) Synopsis() string { return "Print the agent's live events" }
+
+func (c *EventsCommand) Help() string {
+	return helpText(`
+Usage: pluginhost events [-json] [-topic TOPIC]...
+
+  Print events as they happen until interrupted: task events, allocation
+  updates, plugin registrations and plugin health changes.
+
+Options:
+
+  -topic=<topic>
+    Only this topic (Allocation, Task, Job, Plugin, Registry, Agent); may be
+    given more than once.
+` + helpAgentOptions + "\n" + helpReadOptions)
+}
+
+// topicFlags collects repeated -topic flags.
+type topicFlags []string
+
+func (t *topicFlags) String() string     { return strings.Join(*t, ",") }
+func (t *topicFlags) Set(v string) error { *t = append(*t, v); return nil }
+
+func (c *EventsCommand) Run(args []string) int {
+	var topics topicFlags
+	fs := c.flagSet("events", true, true)
+	fs.Var(&topics, "topic", "")
+	if !c.parse(fs, args) {
+		return 1
+	}
+	if fs.NArg() != 0 {
+		return c.usageError("events", "This command takes no arguments")
+	}
+	client, err := c.client()
+	if err != nil {
+		return c.fail("connecting to the agent", err)
+	}
+	defer client.Close()
+	stream, err := client.Events(c.Ctx, topics...)
+	if err != nil {
+		return c.fail("subscribing to events", err)
+	}
+	defer stream.Close()
+	for {
+		ev, err := stream.Next(c.Ctx)
+		switch {
+		case err != nil && c.Ctx.Err() != nil, errors.Is(err, context.Canceled):
+			return 0
+		case errors.Is(err, io.EOF):
+			c.Ui.Error("The agent ended the event stream")
+			return 1
+		case err != nil:
+			return c.fail("reading events", err)
+		}
+		if c.json {
+			b, err := json.Marshal(ev)
+			if err != nil {
+				return c.fail("encoding event", err)
+			}
+			c.Ui.Output(string(b))
+			continue
+		}
+		c.Ui.Output(c.describe(ev))
+	}
+}
+
+// describe renders one event as a line: time, topic, type, key, details.
+func (c *EventsCommand) describe(ev *api.Event) string {
+	p := ev.Payload
+	var parts []string
+	switch {
+	case p.TaskEvent != nil:
+		msg := p.TaskEvent.Type
+		if p.TaskEvent.DisplayMessage != "" {
+			msg += ": " + p.TaskEvent.DisplayMessage
+		}
+		parts = append(parts, fmt.Sprintf("task %q alloc %s: %s", p.TaskName, c.shortID(p.AllocID), msg))
+	case p.Allocation != nil:
+		parts = append(parts, fmt.Sprintf("job %q group %q: %s", p.Allocation.JobID, p.Allocation.TaskGroup, p.Allocation.ClientStatus))
+	case p.Plugin != nil:
+		health := "unhealthy"
+		if p.Plugin.Healthy {
+			health = "healthy"
+		}
+		s := fmt.Sprintf("plugin %q %s alloc %s: %s", p.Plugin.PluginID, p.PluginType, c.shortID(p.Plugin.AllocID), health)
+		if p.Plugin.HealthDescription != "" {
+			s += " (" + p.Plugin.HealthDescription + ")"
+		}
+		parts = append(parts, s)
+	}
+	if p.Message != "" {
+		parts = append(parts, p.Message)
+	}
+	key := ev.Key
+	if key != "" {
+		key = c.shortID(key)
+	}
+	return strings.TrimRight(fmt.Sprintf("%s  %-10s  %-20s  %-8s  %s", formatUnixNano(ev.Time), ev.Topic, ev.Type, key,
+		strings.Join(parts, "; ")), " ")
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/cli"
+
+	"github.com/pluginhost/pluginhost/host/api"
+)
+
+// Meta is what every command shares: where output goes, the environment, and
+// the flags that every agent-talking command takes.
+type Meta struct {
+	// Ctx ends on SIGINT/SIGTERM; every blocking call uses it.
+	Ctx context.Context
+	Ui  cli.Ui
+	// Out receives raw streams (logs) that must not gain newlines.
+	Out    io.Writer
+	Getenv func(string) string
+	// Now is the clock for relative times ("5s ago"); nil is time.Now.
+	Now func() time.Time
+
+	address string
+	json    bool
+	verbose bool
+}
+
+// flagSet returns a single-dash flag set. With agent it adds -address; with
+// read it adds -json and -verbose, which every read command takes.
+func (m *Meta) flagSet(name string, agent, read bool) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if agent {
+		fs.StringVar(&m.address, "address", "", "")
+	}
+	if read {
+		fs.BoolVar(&m.json, "json", false, "")
+		fs.BoolVar(&m.verbose, "verbose", false, "")
+	}
+	return fs
+}
+
+// parse parses args and reports errors the way every command does.
+func (m *Meta) parse(fs *flag.FlagSet, args []string) bool {
+	if err := fs.Parse(args); err != nil {
+		m.Ui.Error(fmt.Sprintf("Error parsing arguments: %v", err))
+		m.Ui.Error(fmt.Sprintf("Run 'pluginhost %s -h' for usage.", fs.Name()))
+		return false
+	}
+	return true
+}
+
+// usageError reports wrong positional arguments.
+func (m *Meta) usageError(name, msg string) int {
+	m.Ui.Error(msg)
+	m.Ui.Error(fmt.Sprintf("Run 'pluginhost %s -h' for usage.", name))
+	return 1
+}
+
+// addr resolves the agent's address: -address, then PLUGINHOST_ADDR, then
+// api.DefaultAddr.
+func (m *Meta) addr() string {
+	if m.address != "" {
+		return m.address
+	}
+	if m.Getenv != nil {
+		if a := m.Getenv(api.EnvAddr); a != "" {
+			return a
+		}
+	}
+	return api.DefaultAddr
+}
+
+func (m *Meta) client() (*api.Client, error) {
+	c, err := api.NewClient(m.addr())
+	if err != nil {
+		return nil, fmt.Errorf("%w (set -address or %s)", err, api.EnvAddr)
+	}
+	return c, nil
+}
+
+// fail prints what went wrong doing something, with a hint when the agent
+// is not there at all, and returns the exit code 1.
+func (m *Meta) fail(doing string, err error) int {
+	msg := fmt.Sprintf("Error %s: %v", doing, err)
+	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+		msg += fmt.Sprintf("\nIs the agent running? It was looked for at %s (set -address or %s).", m.addr(), api.EnvAddr)
+	} else if ne := (*net.OpError)(nil); errors.As(err, &ne) && ne.Op == "dial" {
+		msg += fmt.Sprintf("\nCould not reach the agent at %s.", m.addr())
+	}
+	var se *api.StatusError
+	if errors.As(err, &se) {
+		for _, d := range se.Diagnostics {
+			line := "  " + d.Summary
+			if d.Range != "" {
+				line = "  " + d.Range + ": " + d.Summary
+			}
+			if d.Detail != "" {
+				line += "; " + d.Detail
+			}
+			msg += "\n" + line
+		}
+		if len(se.Matches) > 0 {
+			msg += "\nMatching IDs:\n  " + strings.Join(se.Matches, "\n  ")
+		}
+	}
+	m.Ui.Error(msg)
+	return 1
+}
+
+// outputJSON prints v indented, as -json asks.
+func (m *Meta) outputJSON(v any) int {
+	b, err := json.MarshalIndent(v, "", "    ")
+	if err != nil {
+		m.Ui.Error(fmt.Sprintf("Error encoding JSON: %v", err))
+		return 1
+	}
+	m.Ui.Output(string(b))
+	return 0
+}
+
+func (m *Meta) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+// shortID shortens IDs for tables, as Nomad does, unless -verbose.
+func (m *Meta) shortID(id string) string {
+	if m.verbose || len(id) <= 8 {
+		return id
+	}
+	return id[:8]
+}
+
+// helpText trims a command's help so that each can be written as a raw
+// string literal.
+func helpText(s string) string { return strings.TrimSpace(s) }
+
+// General options shared by the help of every command that talks to an agent.
+const helpAgentOptions = `
+General Options:
+
+  -address=<addr>
+    The agent's API address: unix:///path/to.sock or 127.0.0.1:PORT.
+    Overrides PLUGINHOST_ADDR; the default is ` + api.DefaultAddr + `.`
+
+const helpReadOptions = `
+  -json
+    Print the API's JSON instead of the formatted view.
+
+  -verbose
+    Print full IDs and every event.`

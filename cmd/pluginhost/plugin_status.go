@@ -1,0 +1,197 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pluginhost/pluginhost/host/api"
+)
+
+// PluginStatusCommand lists CSI plugins or shows one.
+type PluginStatusCommand struct {
+	*Meta
+}
+
+func (c *PluginStatusCommand) Synopsis() string {
+	return "List CSI plugins, or show one plugin's health"
+}
+
+func (c *PluginStatusCommand) Help() string {
+	return helpText(`
+Usage: pluginhost plugin status [-json] [-verbose] [ID]
+
+  Without ID, list the CSI plugins with their healthy/expected counts. With
+  ID, show the plugin: provider and version, capabilities, node info, every
+  allocation backing it (several during a rolling update or after a
+  restore) with the one in use marked active, when each was last
+  fingerprinted and why it is or is not healthy.
+` + helpAgentOptions + "\n" + helpReadOptions)
+}
+
+func (c *PluginStatusCommand) Run(args []string) int {
+	fs := c.flagSet("plugin status", true, true)
+	if !c.parse(fs, args) {
+		return 1
+	}
+	if fs.NArg() > 1 {
+		return c.usageError("plugin status", "This command takes at most one argument: a plugin ID")
+	}
+	client, err := c.client()
+	if err != nil {
+		return c.fail("connecting to the agent", err)
+	}
+	defer client.Close()
+	if fs.NArg() == 0 {
+		return c.list(client)
+	}
+	return c.show(client, fs.Arg(0))
+}
+
+func (c *PluginStatusCommand) list(client *api.Client) int {
+	plugins, err := client.Plugins(c.Ctx)
+	if err != nil {
+		return c.fail("listing plugins", err)
+	}
+	if c.json {
+		return c.outputJSON(plugins)
+	}
+	if len(plugins) == 0 {
+		c.Ui.Output("No CSI plugins")
+		return 0
+	}
+	rows := []string{"ID|Provider|Controllers Healthy/Expected|Nodes Healthy/Expected"}
+	for _, p := range plugins {
+		rows = append(rows, fmt.Sprintf("%s|%s|%d/%d|%d/%d", cell(p.ID), cell(p.Provider),
+			p.ControllersHealthy, p.ControllersExpected, p.NodesHealthy, p.NodesExpected))
+	}
+	c.Ui.Output(formatList(rows))
+	return 0
+}
+
+func (c *PluginStatusCommand) show(client *api.Client, id string) int {
+	p, err := client.Plugin(c.Ctx, id)
+	if err != nil {
+		return c.fail(fmt.Sprintf("reading plugin %q", id), err)
+	}
+	if c.json {
+		return c.outputJSON(p)
+	}
+	c.Ui.Output(formatKV([]string{
+		"ID|" + cell(p.ID),
+		"Provider|" + cell(p.Provider),
+		"Version|" + cell(p.Version),
+		"Controllers Healthy|" + strconv.Itoa(p.ControllersHealthy),
+		"Controllers Expected|" + strconv.Itoa(p.ControllersExpected),
+		"Nodes Healthy|" + strconv.Itoa(p.NodesHealthy),
+		"Nodes Expected|" + strconv.Itoa(p.NodesExpected),
+		"Active Controller|" + c.shortOrNone(p.ActiveController),
+		"Active Node|" + c.shortOrNone(p.ActiveNode),
+	}))
+
+	// Capabilities and node info come from the active instances: they are
+	// what the agent actually uses.
+	if info := active(p.Controllers, p.ActiveController); info != nil {
+		c.Ui.Output("\nController Capabilities")
+		c.Ui.Output(capabilityList(info.Capabilities, info.ControllerInfo))
+	}
+	if info := active(p.Nodes, p.ActiveNode); info != nil {
+		c.Ui.Output("\nNode Capabilities")
+		var caps []string
+		if info.NodeInfo != nil {
+			caps = info.NodeInfo.Capabilities
+		}
+		c.Ui.Output(capabilityList(append(slices.Clone(info.Capabilities), caps...), nil))
+		if ni := info.NodeInfo; ni != nil {
+			c.Ui.Output("\nNode Info")
+			c.Ui.Output(formatKV([]string{
+				"Node ID|" + cell(ni.ID),
+				"Max Volumes|" + maxVolumes(ni.MaxVolumes),
+				"Accessible Topology|" + cell(topology(ni.AccessibleTopology)),
+			}))
+		}
+	}
+
+	c.Ui.Output("\nInstances")
+	c.Ui.Output(c.instanceTable(p))
+
+	c.Ui.Output("\nAllocations")
+	if len(p.Allocations) == 0 {
+		c.Ui.Output("No allocations")
+	} else {
+		c.Ui.Output(c.allocTable(p.Allocations))
+	}
+	return 0
+}
+
+// instanceTable lists every registered allocation of the plugin per type,
+// marking the active one: the row to look at when health counts surprise.
+func (c *PluginStatusCommand) instanceTable(p *api.CSIPlugin) string {
+	now := c.now()
+	rows := []string{"Alloc ID|Type|Active|Healthy|Last Fingerprint|Health Description"}
+	add := func(kind string, infos map[string]*api.CSIInfo, activeID string) {
+		for _, allocID := range slices.Sorted(maps.Keys(infos)) {
+			info := infos[allocID]
+			rows = append(rows, fmt.Sprintf("%s|%s|%t|%t|%s|%s", c.shortID(allocID), kind, allocID == activeID,
+				info.Healthy, fingerprintAge(now, info.UpdateTime), cell(info.HealthDescription)))
+		}
+	}
+	add("controller", p.Controllers, p.ActiveController)
+	add("node", p.Nodes, p.ActiveNode)
+	if len(rows) == 1 {
+		return "No instances registered"
+	}
+	return formatList(rows)
+}
+
+func fingerprintAge(now, t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return ago(now, t)
+}
+
+func (c *PluginStatusCommand) shortOrNone(id string) string {
+	if id == "" {
+		return "<none>"
+	}
+	return c.shortID(id)
+}
+
+func active(infos map[string]*api.CSIInfo, activeID string) *api.CSIInfo {
+	if activeID == "" {
+		return nil
+	}
+	return infos[activeID]
+}
+
+func capabilityList(plugin []string, ctrl *api.CSIControllerInfo) string {
+	caps := slices.Clone(plugin)
+	if ctrl != nil {
+		caps = append(caps, ctrl.Capabilities...)
+	}
+	slices.Sort(caps)
+	caps = slices.Compact(caps)
+	if len(caps) == 0 {
+		return "  <none>"
+	}
+	return "  " + strings.Join(caps, "\n  ")
+}
+
+func maxVolumes(n int64) string {
+	if n <= 0 {
+		return "unlimited"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func topology(t map[string]string) string {
+	parts := make([]string, 0, len(t))
+	for _, k := range slices.Sorted(maps.Keys(t)) {
+		parts = append(parts, k+"="+t[k])
+	}
+	return strings.Join(parts, ",")
+}
