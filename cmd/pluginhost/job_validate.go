@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/pluginhost/pluginhost/host/jobspec"
@@ -33,19 +32,11 @@ func (c *JobValidateCommand) Run(args []string) int {
 	if fs.NArg() != 1 {
 		return c.usageError("job validate", "This command takes one argument: the job file")
 	}
-	job, err := parseJobFile(fs.Arg(0))
+	job, err := jobspec.ParseFile(fs.Arg(0))
 	if err != nil {
 		c.Ui.Error(fmt.Sprintf("Job validation errors:\n%v", err))
 		return 1
 	}
 	c.Ui.Output(fmt.Sprintf("Job validation successful: job %q (%s), %d group(s)", job.ID, job.Type, len(job.TaskGroups)))
 	return 0
-}
-
-// parseJobFile is jobspec.ParseFile.
-//
-// STUB(jobspec): becomes `return jobspec.ParseFile(path)` once host/jobspec's
-// parser is committed.
-func parseJobFile(path string) (*jobspec.Job, error) {
-	return nil, fmt.Errorf("%s: %w", path, errors.New("this build has no job file parser yet"))
 }

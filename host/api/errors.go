@@ -9,6 +9,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
 )
 
 // ErrorResponse is the JSON body of every non-2xx answer.
@@ -73,7 +75,10 @@ func writeError(w http.ResponseWriter, r *http.Request, log hclog.Logger, err er
 // them, so that clients can show each problem with its location.
 func diagnosticsOf(err error) []Diagnostic {
 	var diags hcl.Diagnostics
-	if !errors.As(err, &diags) {
+	var de *hclstrict.DiagnosticsError
+	if errors.As(err, &de) {
+		diags = de.Diags
+	} else if !errors.As(err, &diags) {
 		var d *hcl.Diagnostic
 		if !errors.As(err, &d) {
 			return nil

@@ -1,19 +1,11 @@
 package api
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
 
-// parseJob is ServerConfig.ParseJob's default.
-//
-// STUB(jobspec): host/jobspec's parser is being written in parallel; once
-// jobspec.Parse(src []byte, filename string) (*jobspec.Job, error) exists,
-// this body becomes `return jobspec.Parse(src, filename)`.
+// parseJob is ServerConfig.ParseJob's default: the same parser `job validate`
+// runs locally, so the two never disagree about a file.
 func parseJob(src []byte, filename string) (*jobspec.Job, error) {
-	return nil, fmt.Errorf("%s: %w", filename, errParserMissing)
+	return jobspec.Parse(src, filename)
 }
-
-var errParserMissing = errors.New("this build has no job file parser; submit a parsed job instead")

@@ -624,3 +624,35 @@ func TestAllocLogs(t *testing.T) {
 		t.Errorf("mid-stream error: %q, %v", out.String(), err)
 	}
 }
+
+// TestRegisterWithJobspecParser runs the default parser: what the agent
+// will run in production.
+func TestRegisterWithJobspecParser(t *testing.T) {
+	ts := startServer(t, nil)
+	ctx := context.Background()
+	src, err := os.ReadFile("../../examples/sleep.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := ts.client.RegisterJobSource(ctx, "sleep.hcl", src)
+	if err != nil {
+		t.Fatalf("register examples/sleep.hcl: %v", err)
+	}
+	if resp.JobID != "sleep" || len(ts.be.ran) != 1 || ts.be.ran[0].TaskGroups[0].Count != 2 {
+		t.Errorf("registered %+v, backend got %+v", resp, ts.be.ran)
+	}
+	_, err = ts.client.RegisterJobSource(ctx, "bad.hcl", []byte("job \"x\" {\n  typo = 1\n}\n"))
+	var se *StatusError
+	if !errors.As(err, &se) || se.StatusCode != 400 || se.Field != "Source" {
+		t.Fatalf("bad job: %v", err)
+	}
+	var found bool
+	for _, d := range se.Diagnostics {
+		if d.Range == "bad.hcl:2:3" && d.Summary == "Unsupported argument" {
+			found = true
+		}
+	}
+	if !found || !strings.Contains(se.ErrorResponse.Error, "bad.hcl:2:3") {
+		t.Errorf("diagnostics %+v / error %q lack bad.hcl:2:3", se.Diagnostics, se.ErrorResponse.Error)
+	}
+}
