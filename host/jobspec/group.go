@@ -21,7 +21,9 @@ var groupSchema = &hcl.BodySchema{
 func decodeGroup(d *hclstrict.Decoder, job *Job, block *hcl.Block) *TaskGroup {
 	g := &TaskGroup{Name: block.Labels[0], Count: 1, Volumes: map[string]*VolumeRequest{}}
 	checkName(d, "group name", g.Name, labelRange(block))
+	before := d.Count()
 	c := d.Content(block.Body, groupSchema)
+	clean := d.Count() == before
 
 	if attr := c.Attributes["count"]; attr != nil {
 		if n, ok := d.Int(attr, 0, maxCount); ok {
@@ -60,7 +62,7 @@ func decodeGroup(d *hclstrict.Decoder, job *Job, block *hcl.Block) *TaskGroup {
 		g.Volumes[alias] = decodeVolume(d, vb)
 	}
 
-	if len(tasks) == 0 {
+	if len(tasks) == 0 && clean {
 		d.Errorf(block.DefRange, "Missing task", "Group %q has no `task` block; a group needs at least one.", g.Name)
 	}
 	seen := map[string]*hcl.Block{}

@@ -25,7 +25,9 @@ func decodeJob(d *hclstrict.Decoder, block *hcl.Block) *Job {
 		Datacenters: []string{"*"},
 	}
 	checkName(d, "job ID", job.ID, labelRange(block))
+	before := d.Count()
 	c := d.Content(block.Body, jobSchema)
+	clean := d.Count() == before
 
 	if attr := c.Attributes["type"]; attr != nil {
 		if t, ok := d.String(attr, nil); ok {
@@ -65,7 +67,7 @@ func decodeJob(d *hclstrict.Decoder, block *hcl.Block) *Job {
 	}
 	job.Meta = d.StringMap(d.AtMostOne(metaBlocks), nil)
 
-	if len(groupBlocks) == 0 {
+	if len(groupBlocks) == 0 && clean {
 		d.Errorf(block.DefRange, "Missing group", "Job %q has no `group` block; a job needs at least one.", job.ID)
 	}
 	seen := map[string]*hcl.Block{}

@@ -82,8 +82,12 @@ var fileSchema = &hcl.BodySchema{
 }
 
 func decodeFile(d *hclstrict.Decoder, body hcl.Body, filename string) *Job {
+	before := d.Count()
 	content := d.Content(body, fileSchema)
 	if len(content.Blocks) == 0 {
+		if d.Count() > before {
+			return nil
+		}
 		start := hcl.Pos{Line: 1, Column: 1, Byte: 0}
 		d.Errorf(hcl.Range{Filename: filename, Start: start, End: start}, "Missing job block",
 			"A job file holds exactly one `job \"<id>\" { ... }` block.")

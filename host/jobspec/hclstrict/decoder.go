@@ -31,6 +31,11 @@ type Decoder struct {
 // Diags returns everything reported so far.
 func (d *Decoder) Diags() hcl.Diagnostics { return d.diags }
 
+// Count is the number of diagnostics so far. Comparing counts around a call
+// tells whether that call found a problem, so follow-on errors ("missing
+// group" after a malformed group header) can be left out.
+func (d *Decoder) Count() int { return len(d.diags) }
+
 // Add appends diagnostics from elsewhere (the parser, Content calls).
 func (d *Decoder) Add(diags hcl.Diagnostics) { d.diags = append(d.diags, diags...) }
 

@@ -1,0 +1,209 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Defaults for keys left out of the file.
+const (
+	DefaultLogLevel            = "info"
+	DefaultDatacenter          = "dc1"
+	DefaultFingerprintInterval = 30 * time.Second
+	DefaultProbeTimeout        = 5 * time.Second
+	// APISocketName is the HTTP API socket's name under data_dir when
+	// addr is not set.
+	APISocketName = "pluginhost.sock"
+)
+
+// Unix socket path budget. Linux's sun_path holds 108 bytes including the
+// terminating NUL. Nomad never checks and fails with dial timeouts once
+// data_dir passes ~42 characters; pluginhost refuses such paths up front.
+const (
+	MaxSocketPathLen = 107
+	// MaxSocketDirLen leaves 47 bytes under the socket dir for
+	// "/<36-byte allocation ID>/<up to 5>.sock"-shaped paths and go-plugin's
+	// "plugin<digits>" names.
+	MaxSocketDirLen = 60
+)
+
+// Config is the agent configuration. Fields hold final values after
+// ParseFile (defaults applied, paths absolute); the two values that depend on
+// DataDir, the API address and the plugin socket dir, are computed by
+// methods so that a Dev config gets them once its caller picks a DataDir.
+type Config struct {
+	// DataDir holds state, allocation dirs and (by default) sockets.
+	DataDir string
+	// LogLevel is one of trace, debug, info, warn, error (lowercase).
+	LogLevel string
+	// LogJSON switches the agent's log output to JSON lines.
+	LogJSON bool
+	// Addr is where the HTTP API listens as written: "" (a unix socket
+	// under DataDir), "unix:///abs/path.sock", or a loopback "host:port".
+	// Use APIListenAddr rather than reading it.
+	Addr string
+	// NodeName defaults to the hostname.
+	NodeName string
+	// Datacenter is this node's datacenter, matched against job
+	// datacenters.
+	Datacenter string
+	// Jobs are job files to run at start, absolute.
+	Jobs []string
+	CSI  CSIConfig
+	// Plugin configures plugin launching.
+	Plugin PluginConfig
+
+	// DevMode is set by Dev: no config file, throwaway data dir.
+	DevMode bool
+	// SourcePath is the absolute path of the config file, "" for Dev.
+	SourcePath string
+}
+
+// CSIConfig is the `csi` block.
+type CSIConfig struct {
+	// FingerprintInterval is how often each CSI plugin is probed and
+	// fingerprinted once healthy.
+	FingerprintInterval time.Duration
+	// ProbeTimeout bounds each Probe and fingerprint RPC.
+	ProbeTimeout time.Duration
+}
+
+// PluginConfig is the `plugin` block.
+type PluginConfig struct {
+	// SocketDir is the root for plugin sockets as written ("" = default);
+	// use Config.PluginSocketDir.
+	SocketDir string
+}
+
+// Dev returns the configuration of `agent -dev`. DataDir is empty: the
+// caller creates a temporary directory, sets DataDir and removes it on exit.
+func Dev() *Config {
+	return &Config{
+		LogLevel:   DefaultLogLevel,
+		NodeName:   defaultNodeName(),
+		Datacenter: DefaultDatacenter,
+		CSI: CSIConfig{
+			FingerprintInterval: DefaultFingerprintInterval,
+			ProbeTimeout:        DefaultProbeTimeout,
+		},
+		DevMode: true,
+	}
+}
+
+func defaultNodeName() string {
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "localhost"
+}
+
+// APIListenAddr returns the network ("unix" or "tcp") and address the HTTP
+// API listens on.
+func (c *Config) APIListenAddr() (network, address string, err error) {
+	if c.Addr == "" {
+		if c.DataDir == "" {
+			return "", "", errors.New("api address: no addr and no data_dir to put the default socket in")
+		}
+		p := filepath.Join(c.DataDir, APISocketName)
+		if err := checkSocketPath(p); err != nil {
+			return "", "", fmt.Errorf("api address: default socket under data_dir: %w", err)
+		}
+		return "unix", p, nil
+	}
+	network, address, err = parseAddr(c.Addr)
+	if err != nil {
+		return "", "", fmt.Errorf("api address: %w", err)
+	}
+	return network, address, nil
+}
+
+// PluginSocketDir returns the root under which plugin and CSI sockets live.
+// Without plugin.socket_dir it is "<data_dir>/sockets" when that fits the
+// budget, and otherwise "/tmp/pluginhost-<hash of data_dir>": short, stable
+// across restarts of the same agent (so reattach finds the sockets again)
+// and distinct per data dir.
+func (c *Config) PluginSocketDir() string {
+	if c.Plugin.SocketDir != "" {
+		return c.Plugin.SocketDir
+	}
+	if p := filepath.Join(c.DataDir, "sockets"); len(p) <= MaxSocketDirLen {
+		return p
+	}
+	sum := sha256.Sum256([]byte(c.DataDir))
+	return "/tmp/pluginhost-" + hex.EncodeToString(sum[:6])
+}
+
+// Validate checks a Config assembled in code (Dev plus a DataDir, or a test's
+// literal). ParseFile already reports the same problems with file locations.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data_dir is required"))
+	} else if !filepath.IsAbs(c.DataDir) {
+		errs = append(errs, fmt.Errorf("data_dir %q must be absolute", c.DataDir))
+	}
+	if err := checkLogLevel(c.LogLevel); err != nil {
+		errs = append(errs, fmt.Errorf("log_level: %w", err))
+	}
+	if _, _, err := c.APIListenAddr(); err != nil && (c.DataDir != "" || c.Addr != "") {
+		errs = append(errs, err)
+	}
+	if c.NodeName == "" {
+		errs = append(errs, errors.New("node_name must not be empty"))
+	}
+	if c.Datacenter == "" {
+		errs = append(errs, errors.New("datacenter must not be empty"))
+	}
+	if c.CSI.FingerprintInterval < time.Second {
+		errs = append(errs, fmt.Errorf("csi.fingerprint_interval %s is below 1s", c.CSI.FingerprintInterval))
+	}
+	if c.CSI.ProbeTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("csi.probe_timeout %s must be positive", c.CSI.ProbeTimeout))
+	}
+	if err := checkSocketDir(c.Plugin.SocketDir); c.Plugin.SocketDir != "" && err != nil {
+		errs = append(errs, fmt.Errorf("plugin.socket_dir: %w", err))
+	}
+	for _, j := range c.Jobs {
+		if !filepath.IsAbs(j) {
+			errs = append(errs, fmt.Errorf("job file %q must be absolute", j))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid agent config: %w", err)
+	}
+	return nil
+}
+
+var logLevels = []string{"trace", "debug", "info", "warn", "error"}
+
+func checkLogLevel(s string) error {
+	for _, l := range logLevels {
+		if s == l {
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not one of %s", s, strings.Join(logLevels, ", "))
+}
+
+func checkSocketPath(p string) error {
+	if len(p) > MaxSocketPathLen {
+		return fmt.Errorf("socket path %q is %d bytes, over the %d-byte unix socket limit", p, len(p), MaxSocketPathLen)
+	}
+	return nil
+}
+
+func checkSocketDir(p string) error {
+	switch {
+	case !filepath.IsAbs(p):
+		return fmt.Errorf("%q must be absolute", p)
+	case len(p) > MaxSocketDirLen:
+		return fmt.Errorf("%q is %d bytes; at most %d leave room for socket names under the 107-byte unix socket limit", p, len(p), MaxSocketDirLen)
+	}
+	return nil
+}

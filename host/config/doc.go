@@ -1,0 +1,36 @@
+// Package config reads the pluginhost agent configuration: one HCL file,
+// decoded as strictly as job files (unknown keys are errors, every error
+// carries its file:line:col, all errors are reported at once) through the
+// same hclstrict decoder.
+//
+// # Invariants
+//
+//   - A *Config from ParseFile is validated and final: defaults applied,
+//     log_level lowercase, data_dir and job paths absolute. Relative paths in
+//     the file resolve against the file's directory, never the agent's working
+//     directory, so `pluginhost agent -config /etc/pluginhost/agent.hcl` means
+//     the same from anywhere.
+//   - Listed job files exist when the config is read; parsing them is the
+//     agent's job (their errors then name their own files).
+//   - Dev returns the same defaults with DevMode set and no DataDir; the
+//     caller owns the temporary directory. Call Validate after filling it in.
+//
+// # Sockets and the 107-byte limit
+//
+// Unix socket paths longer than 107 bytes cannot be bound on Linux. Nomad
+// lets a long data_dir through and CSI then fails with dial timeouts. Here a
+// default API socket (<data_dir>/pluginhost.sock) that would be too long is
+// an error at data_dir, an explicit plugin.socket_dir must be absolute and at
+// most MaxSocketDirLen (60) bytes, and PluginSocketDir falls back from
+// <data_dir>/sockets to /tmp/pluginhost-<hash of data_dir> when data_dir is
+// long. The fallback is stable across agent restarts, which reattaching to
+// running plugins needs; production setups should set socket_dir to a
+// directory under /run instead, which tmp cleaners leave alone.
+//
+// # The API address
+//
+// addr is a unix:///abs/path socket (default <data_dir>/pluginhost.sock) or a
+// loopback host:port (127.0.0.1, ::1, localhost; port 0 picks a free port).
+// Other TCP addresses are refused: the API launches processes as the agent's
+// user and has no authentication.
+package config

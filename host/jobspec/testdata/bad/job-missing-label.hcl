@@ -1,0 +1,4 @@
+# want: 2:5: Missing id for job
+job {
+  group "g" {}
+}

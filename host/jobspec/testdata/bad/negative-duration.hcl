@@ -1,0 +1,10 @@
+# want: 6:22: Invalid duration
+job "a" {
+  group "g" {
+    task "t" {
+      driver       = "raw_exec"
+      kill_timeout = "-1s"
+      config { command = "/bin/true" }
+    }
+  }
+}

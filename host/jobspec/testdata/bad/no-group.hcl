@@ -1,0 +1,4 @@
+# want: 2:1: Missing group
+job "a" {
+  type = "service"
+}

@@ -1,0 +1,2 @@
+# want: 1:1: Missing job block
+# only comments here

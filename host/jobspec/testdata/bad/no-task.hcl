@@ -1,0 +1,6 @@
+# want: 3:3: Missing task
+job "a" {
+  group "g" {
+    count = 1
+  }
+}

@@ -1,0 +1,4 @@
+# want: 3:10: Invalid expression
+job "a" {
+  type = 
+}

@@ -1,0 +1,12 @@
+# want: 8:9: Unsupported argument
+job "a" {
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/true"
+        image   = "busybox"
+      }
+    }
+  }
+}
