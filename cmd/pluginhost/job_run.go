@@ -98,21 +98,28 @@ func (c *JobRunCommand) monitor(client *api.Client, stream *api.EventStream, res
 	for _, id := range resp.AllocIDs {
 		m.allocs[id] = nil
 	}
-	// Allocations may have changed between registration and the first
-	// event we read; one fetch catches up, the stream does the rest.
-	current, err := client.JobAllocations(ctx, resp.JobID)
-	if err != nil {
-		return c.fail("reading allocations", err)
-	}
-	for _, a := range current {
-		if _, tracked := m.allocs[a.ID]; tracked || (len(resp.AllocIDs) == 0 && a.DesiredStatus == api.AllocDesiredStatusRun) {
-			m.allocs[a.ID] = a
-		}
-	}
 	if len(m.allocs) == 0 {
-		c.Ui.Output(fmt.Sprintf("==> %s: Job %q has no allocations to follow", formatTime(c.now()), resp.JobID))
-		return 0
+		// An unchanged re-submission creates nothing: there is no story
+		// to follow, only the current state to report.
+		current, err := client.JobAllocations(ctx, resp.JobID)
+		if err != nil {
+			return c.fail("reading allocations", err)
+		}
+		for _, a := range current {
+			if a.DesiredStatus == api.AllocDesiredStatusRun {
+				m.allocs[a.ID] = a
+			}
+		}
+		c.Ui.Output(fmt.Sprintf("==> %s: Job %q is unchanged; no new allocations", formatTime(c.now()), resp.JobID))
+		if len(m.allocs) == 0 {
+			return 0
+		}
+		return c.summary(m)
 	}
+	// Every event about the new allocations is on the stream, which was
+	// subscribed before registering: follow it alone, so that the user
+	// sees each step, including the ones that happened before the
+	// register call returned.
 	c.Ui.Output(fmt.Sprintf("==> %s: Monitoring %d allocation(s)", formatTime(c.now()), len(m.allocs)))
 	for !m.settled() {
 		ev, err := stream.Next(ctx)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/cli"
 )
@@ -26,7 +27,12 @@ func main() {
 // run is main without the process: tests call it in-process with their own
 // Ui, writers and environment.
 func run(ctx context.Context, args []string, ui cli.Ui, stdout, stderr io.Writer, getenv func(string) string) int {
-	m := &Meta{Ctx: ctx, Ui: ui, Out: stdout, Getenv: getenv}
+	return runClock(ctx, args, ui, stdout, stderr, getenv, time.Now)
+}
+
+// runClock is run with a clock, for views that print relative times.
+func runClock(ctx context.Context, args []string, ui cli.Ui, stdout, stderr io.Writer, getenv func(string) string, now func() time.Time) int {
+	m := &Meta{Ctx: ctx, Ui: ui, Out: stdout, Getenv: getenv, Now: now}
 	c := &cli.CLI{
 		Name:           "pluginhost",
 		Version:        version,
