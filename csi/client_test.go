@@ -1,0 +1,232 @@
+package csi
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestClientIdentityControllerNode(t *testing.T) {
+	p := newFakePlugin()
+	s := serve(t, p, "")
+	c := testClient(t, s.socket, RetryPolicy{})
+	ctx := t.Context()
+
+	info, err := c.GetPluginInfo(ctx, &csipb.GetPluginInfoRequest{})
+	if err != nil || info.GetName() != "fake.csi.example.com" || info.GetVendorVersion() != "1.2.3" {
+		t.Fatalf("GetPluginInfo = %v, %v", info, err)
+	}
+	if _, err := c.Probe(ctx, &csipb.ProbeRequest{}); err != nil {
+		t.Fatalf("Probe: %v", err)
+	}
+	vol, err := c.CreateVolume(ctx, &csipb.CreateVolumeRequest{Name: "a", CapacityRange: &csipb.CapacityRange{RequiredBytes: 42}})
+	if err != nil || vol.GetVolume().GetVolumeId() != "vol-a" || vol.GetVolume().GetCapacityBytes() != 42 {
+		t.Fatalf("CreateVolume = %v, %v", vol, err)
+	}
+	ni, err := c.NodeGetInfo(ctx, &csipb.NodeGetInfoRequest{})
+	if err != nil || ni.GetNodeId() != "node-1" {
+		t.Fatalf("NodeGetInfo = %v, %v", ni, err)
+	}
+	// An RPC the driver does not implement surfaces as UNIMPLEMENTED,
+	// with context, after exactly one attempt.
+	_, err = c.NodeStageVolume(ctx, &csipb.NodeStageVolumeRequest{VolumeId: "v"})
+	if status.Code(err) != codes.Unimplemented {
+		t.Fatalf("NodeStageVolume: code %v, want Unimplemented: %v", status.Code(err), err)
+	}
+	if !strings.Contains(err.Error(), "NodeStageVolume") || !strings.Contains(err.Error(), s.socket) {
+		t.Fatalf("error lacks method or socket: %v", err)
+	}
+}
+
+func TestClientRetriesRetryableCodes(t *testing.T) {
+	for _, code := range []codes.Code{codes.Unavailable, codes.Aborted, codes.DeadlineExceeded} {
+		t.Run(code.String(), func(t *testing.T) {
+			p := newFakePlugin()
+			p.script["Probe"] = []codes.Code{code, code, code}
+			s := serve(t, p, "")
+			c := testClient(t, s.socket, RetryPolicy{MaxAttempts: 5})
+			if _, err := c.Probe(t.Context(), &csipb.ProbeRequest{}); err != nil {
+				t.Fatalf("Probe after 3 %v: %v", code, err)
+			}
+			if n := p.callCount("Probe"); n != 4 {
+				t.Fatalf("Probe called %d times, want 4", n)
+			}
+		})
+	}
+}
+
+func TestClientDoesNotRetryTerminalCodes(t *testing.T) {
+	for _, code := range []codes.Code{codes.Unimplemented, codes.InvalidArgument, codes.AlreadyExists, codes.NotFound, codes.FailedPrecondition, codes.Internal} {
+		t.Run(code.String(), func(t *testing.T) {
+			p := newFakePlugin()
+			p.always["CreateVolume"] = code
+			s := serve(t, p, "")
+			c := testClient(t, s.socket, RetryPolicy{MaxAttempts: 5})
+			_, err := c.CreateVolume(t.Context(), &csipb.CreateVolumeRequest{Name: "x"})
+			if status.Code(err) != code {
+				t.Fatalf("code %v, want %v: %v", status.Code(err), code, err)
+			}
+			if n := p.callCount("CreateVolume"); n != 1 {
+				t.Fatalf("CreateVolume called %d times, want 1", n)
+			}
+		})
+	}
+}
+
+func TestClientGivesUpAfterMaxAttempts(t *testing.T) {
+	p := newFakePlugin()
+	p.always["Probe"] = codes.Unavailable
+	s := serve(t, p, "")
+	c := testClient(t, s.socket, RetryPolicy{MaxAttempts: 3})
+	_, err := c.Probe(t.Context(), &csipb.ProbeRequest{})
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("code %v, want Unavailable: %v", status.Code(err), err)
+	}
+	if n := p.callCount("Probe"); n != 3 {
+		t.Fatalf("Probe called %d times, want 3", n)
+	}
+	if !strings.Contains(err.Error(), "after 3 attempts") {
+		t.Fatalf("error does not count attempts: %v", err)
+	}
+}
+
+func TestClientRetriesHungAttempt(t *testing.T) {
+	p := newFakePlugin()
+	hang := make(chan struct{})
+	p.hang["Probe"] = hang
+	s := serve(t, p, "")
+	c := testClient(t, s.socket, RetryPolicy{MaxAttempts: 3, AttemptTimeout: 100 * time.Millisecond})
+	// Un-hang Probe once the first attempt is in, so the retry succeeds.
+	go func() {
+		<-p.probed
+		p.set(func(p *fakePlugin) { delete(p.hang, "Probe") })
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if _, err := c.Probe(ctx, &csipb.ProbeRequest{}); err != nil {
+		t.Fatalf("Probe: %v", err)
+	}
+	if n := p.callCount("Probe"); n < 2 {
+		t.Fatalf("Probe called %d times, want a retry after the hung attempt", n)
+	}
+}
+
+func TestClientCallerDeadlineBoundsRetries(t *testing.T) {
+	p := newFakePlugin()
+	p.hang["Probe"] = make(chan struct{})
+	s := serve(t, p, "")
+	c := testClient(t, s.socket, RetryPolicy{MaxAttempts: 100})
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	_, err := c.Probe(ctx, &csipb.ProbeRequest{})
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("code %v, want DeadlineExceeded: %v", status.Code(err), err)
+	}
+	if n := p.callCount("Probe"); n != 1 {
+		t.Fatalf("Probe called %d times: the caller's deadline must end the call, not an attempt", n)
+	}
+}
+
+func TestClientDefaultCallTimeout(t *testing.T) {
+	p := newFakePlugin()
+	p.hang["Probe"] = make(chan struct{})
+	s := serve(t, p, "")
+	c, err := NewClient(ClientConfig{Endpoint: s.socket, CallTimeout: 150 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	// No deadline on the context: the client's own must end the call.
+	_, err = c.Probe(context.Background(), &csipb.ProbeRequest{})
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("code %v, want DeadlineExceeded: %v", status.Code(err), err)
+	}
+}
+
+func TestClientCancelDuringBackoff(t *testing.T) {
+	p := newFakePlugin()
+	p.always["Probe"] = codes.Unavailable
+	s := serve(t, p, "")
+	c := testClient(t, s.socket, RetryPolicy{MaxAttempts: 10, BaseDelay: time.Hour, MaxDelay: time.Hour})
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-p.probed
+		cancel()
+	}()
+	_, err := c.Probe(ctx, &csipb.ProbeRequest{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want context.Canceled in %v", err)
+	}
+	if n := p.callCount("Probe"); n != 1 {
+		t.Fatalf("Probe called %d times after cancel", n)
+	}
+}
+
+func TestClientSurvivesPluginRestart(t *testing.T) {
+	p := newFakePlugin()
+	s := serve(t, p, "")
+	c := testClient(t, s.socket, RetryPolicy{MaxAttempts: 50, BaseDelay: 10 * time.Millisecond, MaxDelay: 100 * time.Millisecond})
+	if _, err := c.Probe(t.Context(), &csipb.ProbeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	s.stop()
+	// Same socket path, new process-like server: the client reconnects by
+	// itself, within its retries.
+	serve(t, p, s.socket)
+	if _, err := c.Probe(t.Context(), &csipb.ProbeRequest{}); err != nil {
+		t.Fatalf("Probe after plugin restart: %v", err)
+	}
+}
+
+func TestClientNoPlugin(t *testing.T) {
+	c := testClient(t, shortDir(t)+"/absent.sock", RetryPolicy{MaxAttempts: 2})
+	_, err := c.Probe(t.Context(), &csipb.ProbeRequest{})
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("code %v, want Unavailable: %v", status.Code(err), err)
+	}
+}
+
+func TestSocketPath(t *testing.T) {
+	long := "/" + strings.Repeat("d", MaxSocketPathLen()) + "/csi.sock"
+	for _, tc := range []struct {
+		in, want, errPart string
+	}{
+		{in: "unix:///run/p/csi.sock", want: "/run/p/csi.sock"},
+		{in: "unix:/run/p/csi.sock", want: "/run/p/csi.sock"},
+		{in: "/run/p/csi.sock", want: "/run/p/csi.sock"},
+		{in: "rel/csi.sock", want: "rel/csi.sock"},
+		{in: "", errPart: "empty"},
+		{in: "unix://", errPart: "empty"},
+		{in: "tcp://127.0.0.1:9000", errPart: "only unix"},
+		{in: "/a\x00b", errPart: "NUL"},
+		{in: long, errPart: strconv.Itoa(MaxSocketPathLen()) + "-byte limit"},
+	} {
+		got, err := SocketPath(tc.in)
+		if tc.errPart != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.errPart) {
+				t.Errorf("SocketPath(%q) = %q, %v; want error with %q", tc.in, got, err, tc.errPart)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("SocketPath(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	// Exactly at the limit is fine, one byte over is not, and the error
+	// names the path so the user can find what to shorten.
+	atLimit := "/" + strings.Repeat("x", MaxSocketPathLen()-1)
+	if _, err := SocketPath(atLimit); err != nil {
+		t.Errorf("path of exactly %d bytes: %v", MaxSocketPathLen(), err)
+	}
+	_, err := NewClient(ClientConfig{Endpoint: atLimit + "y"})
+	if !errors.Is(err, ErrSocketPathTooLong) || !strings.Contains(err.Error(), atLimit+"y") {
+		t.Errorf("NewClient over the limit: %v", err)
+	}
+}

@@ -1,0 +1,205 @@
+package csi
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/pluginhost/pluginhost/dynamic"
+)
+
+// Fingerprint is what pluginhost knows about one plugin allocation of one
+// type: the result of its latest fingerprint. Values handed out are copies.
+type Fingerprint struct {
+	// PluginID is the plugin's registered name (the job's csi_plugin id).
+	PluginID string
+	// Type is dynamic.PluginTypeCSIController or dynamic.PluginTypeCSINode.
+	Type    string
+	AllocID string
+	// SocketPath is the socket the fingerprint was taken over.
+	SocketPath string
+
+	// Provider and ProviderVersion are GetPluginInfo's name and
+	// vendor_version: the driver's own identity, which need not match the
+	// plugin ID the job chose.
+	Provider        string
+	ProviderVersion string
+	Manifest        map[string]string
+
+	Healthy bool
+	// HealthDescription says why Healthy is what it is.
+	HealthDescription string
+
+	PluginCapabilities     []string
+	ControllerCapabilities []string // controllers only
+	NodeCapabilities       []string // nodes only
+	NodeInfo               *NodeInfo
+
+	// LastFingerprint is when the latest fingerprint finished.
+	LastFingerprint time.Time
+	// FingerprintDone is set once the first fingerprint has finished,
+	// successful or not.
+	FingerprintDone bool
+}
+
+// NodeInfo is NodeGetInfo's answer.
+type NodeInfo struct {
+	NodeID string
+	// MaxVolumes is max_volumes_per_node; 0 means the driver sets no limit.
+	MaxVolumes int64
+	// Topology is accessible_topology's segments; nil when the driver
+	// reports none.
+	Topology map[string]string
+}
+
+// Copy returns a deep copy.
+func (f *Fingerprint) Copy() *Fingerprint {
+	if f == nil {
+		return nil
+	}
+	c := *f
+	c.Manifest = maps.Clone(f.Manifest)
+	c.PluginCapabilities = slices.Clone(f.PluginCapabilities)
+	c.ControllerCapabilities = slices.Clone(f.ControllerCapabilities)
+	c.NodeCapabilities = slices.Clone(f.NodeCapabilities)
+	if f.NodeInfo != nil {
+		ni := *f.NodeInfo
+		ni.Topology = maps.Clone(f.NodeInfo.Topology)
+		c.NodeInfo = &ni
+	}
+	return &c
+}
+
+// HasPluginCapability, HasControllerCapability and HasNodeCapability
+// report whether the driver advertised the named capability.
+func (f *Fingerprint) HasPluginCapability(name string) bool {
+	return slices.Contains(f.PluginCapabilities, name)
+}
+
+// HasControllerCapability: see HasPluginCapability.
+func (f *Fingerprint) HasControllerCapability(name string) bool {
+	return slices.Contains(f.ControllerCapabilities, name)
+}
+
+// HasNodeCapability: see HasPluginCapability.
+func (f *Fingerprint) HasNodeCapability(name string) bool {
+	return slices.Contains(f.NodeCapabilities, name)
+}
+
+// fingerprinter takes the fingerprints of one allocation. It is used by one
+// goroutine at a time (its instance manager's), so it needs no lock.
+//
+// GetPluginInfo, GetPluginCapabilities and NodeGetInfo describe the driver
+// binary, which cannot change while the allocation lives, so they are asked
+// until they have succeeded once. Probe and the service capabilities are
+// asked every time: they are the health check.
+type fingerprinter struct {
+	client *Client
+	fp     Fingerprint
+	static bool // the once-only part has succeeded
+}
+
+func newFingerprinter(info *dynamic.PluginInfo, client *Client) *fingerprinter {
+	f := &fingerprinter{client: client}
+	f.fp = Fingerprint{
+		PluginID:          info.Name,
+		Type:              info.Type,
+		AllocID:           info.AllocID,
+		HealthDescription: "not fingerprinted yet",
+	}
+	if info.ConnectionInfo != nil {
+		f.fp.SocketPath = info.ConnectionInfo.SocketPath
+	}
+	return f
+}
+
+// run takes one fingerprint and returns a copy of the result. Failures are
+// not errors here: they are an unhealthy fingerprint with the reason.
+func (f *fingerprinter) run(ctx context.Context) *Fingerprint {
+	healthy, why := f.check(ctx)
+	f.fp.Healthy = healthy
+	f.fp.HealthDescription = why
+	f.fp.LastFingerprint = time.Now()
+	f.fp.FingerprintDone = true
+	return f.fp.Copy()
+}
+
+func (f *fingerprinter) check(ctx context.Context) (bool, string) {
+	if f.client == nil {
+		return false, "no usable socket"
+	}
+	probe, err := f.client.Probe(ctx, &csipb.ProbeRequest{})
+	if err != nil {
+		return false, fmt.Sprintf("probe failed: %v", err)
+	}
+	// An unset ready means ready (CSI spec); false means the plugin is
+	// still starting: not healthy, but not broken either.
+	if r := probe.GetReady(); r != nil && !r.GetValue() {
+		return false, "plugin is starting (probe: not ready)"
+	}
+	if !f.static {
+		if err := f.fingerprintStatic(ctx); err != nil {
+			return false, err.Error()
+		}
+		f.static = true
+	}
+	switch f.fp.Type {
+	case dynamic.PluginTypeCSIController:
+		if !f.fp.HasPluginCapability(CapControllerService) {
+			return false, "plugin is registered as a controller but does not advertise " + CapControllerService
+		}
+		resp, err := f.client.ControllerGetCapabilities(ctx, &csipb.ControllerGetCapabilitiesRequest{})
+		if err != nil {
+			return false, fmt.Sprintf("controller capabilities: %v", err)
+		}
+		f.fp.ControllerCapabilities = ControllerCapabilityNames(resp.GetCapabilities())
+	case dynamic.PluginTypeCSINode:
+		resp, err := f.client.NodeGetCapabilities(ctx, &csipb.NodeGetCapabilitiesRequest{})
+		if err != nil {
+			return false, fmt.Sprintf("node capabilities: %v", err)
+		}
+		f.fp.NodeCapabilities = NodeCapabilityNames(resp.GetCapabilities())
+	default:
+		return false, fmt.Sprintf("unknown CSI plugin type %q", f.fp.Type)
+	}
+	return true, "healthy"
+}
+
+func (f *fingerprinter) fingerprintStatic(ctx context.Context) error {
+	info, err := f.client.GetPluginInfo(ctx, &csipb.GetPluginInfoRequest{})
+	if err != nil {
+		return fmt.Errorf("plugin info: %w", err)
+	}
+	if info.GetName() == "" {
+		return fmt.Errorf("plugin info: driver returned an empty name")
+	}
+	caps, err := f.client.GetPluginCapabilities(ctx, &csipb.GetPluginCapabilitiesRequest{})
+	if err != nil {
+		return fmt.Errorf("plugin capabilities: %w", err)
+	}
+	var node *NodeInfo
+	if f.fp.Type == dynamic.PluginTypeCSINode {
+		ni, err := f.client.NodeGetInfo(ctx, &csipb.NodeGetInfoRequest{})
+		if err != nil {
+			return fmt.Errorf("node info: %w", err)
+		}
+		if ni.GetNodeId() == "" {
+			return fmt.Errorf("node info: driver returned an empty node id")
+		}
+		node = &NodeInfo{
+			NodeID:     ni.GetNodeId(),
+			MaxVolumes: ni.GetMaxVolumesPerNode(),
+			Topology:   maps.Clone(ni.GetAccessibleTopology().GetSegments()),
+		}
+	}
+	f.fp.Provider = info.GetName()
+	f.fp.ProviderVersion = info.GetVendorVersion()
+	f.fp.Manifest = maps.Clone(info.GetManifest())
+	f.fp.PluginCapabilities = PluginCapabilityNames(caps.GetCapabilities())
+	f.fp.NodeInfo = node
+	return nil
+}
