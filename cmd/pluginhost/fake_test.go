@@ -66,6 +66,8 @@ func (f *fakeAgent) allocEventLocked(a *api.Allocation) {
 
 func (f *fakeAgent) taskEventLocked(a *api.Allocation, task string, te *api.TaskEvent) {
 	ts := a.TaskStates[task]
+	// The event's time is the one publishLocked is about to stamp.
+	te.Time = t0.Add(time.Duration(f.index+1) * time.Second).UnixNano()
 	ts.Events = append(ts.Events, te)
 	f.publishLocked(&api.Event{Topic: api.TopicTask, Type: "TaskEvent", Key: a.ID,
 		Payload: api.EventPayload{JobID: a.JobID, AllocID: a.ID, TaskName: task, TaskEvent: te}})

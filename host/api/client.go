@@ -146,6 +146,11 @@ func (c *Client) AllocLogs(ctx context.Context, allocID, task string, stderr, fo
 	}
 	resp, err := c.send(ctx, http.MethodGet, "/v1/client/fs/logs/"+url.PathEscape(allocID), q, nil)
 	if err != nil {
+		if follow && ctx.Err() != nil {
+			// Interrupting a follow is how it ends, even before the
+			// first byte arrived.
+			return nil
+		}
 		return err
 	}
 	defer resp.Body.Close()

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pluginhost/pluginhost/host/api"
+)
+
+func addPlugin(fa *fakeAgent) {
+	fa.mu.Lock()
+	defer fa.mu.Unlock()
+	oldA, newA := "aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002"
+	fa.plugins["mockcsi"] = &api.CSIPlugin{
+		ID: "mockcsi", Provider: "mock.csi.pluginhost", Version: "1.2.0",
+		ControllersHealthy: 1, ControllersExpected: 1, NodesHealthy: 1, NodesExpected: 2,
+		ActiveController: newA, ActiveNode: newA,
+		Controllers: map[string]*api.CSIInfo{newA: {AllocID: newA, PluginID: "mockcsi", Healthy: true,
+			HealthDescription: "healthy", UpdateTime: t0.Add(59 * time.Minute),
+			Capabilities:   []string{"CONTROLLER_SERVICE"},
+			ControllerInfo: &api.CSIControllerInfo{Capabilities: []string{"CREATE_DELETE_VOLUME", "PUBLISH_UNPUBLISH_VOLUME"}}}},
+		Nodes: map[string]*api.CSIInfo{
+			newA: {AllocID: newA, PluginID: "mockcsi", Healthy: true, HealthDescription: "healthy",
+				UpdateTime: t0.Add(59 * time.Minute),
+				NodeInfo:   &api.CSINodeInfo{ID: "node1", MaxVolumes: 0, AccessibleTopology: map[string]string{"zone": "a"}, Capabilities: []string{"STAGE_UNSTAGE_VOLUME"}}},
+			oldA: {AllocID: oldA, PluginID: "mockcsi", Healthy: false, HealthDescription: "probe: connection refused"},
+		},
+		Allocations: []*api.AllocListStub{{ID: newA, JobID: "demo", TaskGroup: "csi", DesiredStatus: "run", ClientStatus: "running",
+			CreateTime: t0.UnixNano(), ModifyTime: t0.UnixNano()}},
+	}
+	fa.plugins["other"] = &api.CSIPlugin{ID: "other", Provider: "x"}
+}
+
+func TestPluginStatusList(t *testing.T) {
+	fa, addr := startAgent(t)
+	ctx := testCtx(t)
+	if r := runCLI(t, ctx, addr, "plugin", "status"); r.code != 0 || r.stdout != "No CSI plugins\n" {
+		t.Errorf("empty: %+v", r)
+	}
+	addPlugin(fa)
+	r := runCLI(t, ctx, addr, "plugin", "status")
+	want := "" +
+		"ID       Provider             Controllers Healthy/Expected  Nodes Healthy/Expected\n" +
+		"mockcsi  mock.csi.pluginhost  1/1                           1/2\n" +
+		"other    x                    0/0                           0/0\n"
+	// The backend's map order is random: compare as sets of lines.
+	if r.code != 0 || !sameLines(r.stdout, want) {
+		t.Errorf("plugin status:\n%s\nwant:\n%s", r.stdout, want)
+	}
+	r = runCLI(t, ctx, addr, "plugin", "status", "-json")
+	var ps []*api.CSIPluginListStub
+	if err := json.Unmarshal([]byte(r.stdout), &ps); err != nil || len(ps) != 2 {
+		t.Errorf("plugin status -json: %v\n%s", err, r.stdout)
+	}
+}
+
+func sameLines(a, b string) bool {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	slices.Sort(la)
+	slices.Sort(lb)
+	return slices.Equal(la, lb)
+}
+
+func TestPluginStatusDetail(t *testing.T) {
+	fa, addr := startAgent(t)
+	ctx := testCtx(t)
+	addPlugin(fa)
+	r := runCLI(t, ctx, addr, "plugin", "status", "mockcsi")
+	if r.code != 0 {
+		t.Fatalf("plugin status mockcsi: %+v", r)
+	}
+	for _, want := range []string{
+		"ID                   = mockcsi",
+		"Version              = 1.2.0",
+		"Nodes Expected       = 2",
+		"Active Node          = bbbbbbbb",
+		"Controller Capabilities\n  CONTROLLER_SERVICE\n  CREATE_DELETE_VOLUME\n  PUBLISH_UNPUBLISH_VOLUME\n",
+		"Node Capabilities\n  STAGE_UNSTAGE_VOLUME\n",
+		"Max Volumes         = unlimited",
+		"Accessible Topology = zone=a",
+		"Alloc ID  Type        Active  Healthy  Last Fingerprint  Health Description\n" +
+			"bbbbbbbb  controller  true    true     1m0s ago          healthy\n" +
+			"aaaaaaaa  node        false   false    never             probe: connection refused\n" +
+			"bbbbbbbb  node        true    true     1m0s ago          healthy\n",
+		"Allocations\nID        Job ID  Task Group  Desired  Status   Created   Modified\nbbbbbbbb  demo    csi",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("plugin status mockcsi lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = runCLI(t, ctx, addr, "plugin", "status", "-json", "-verbose", "mockcsi")
+	var p api.CSIPlugin
+	if err := json.Unmarshal([]byte(r.stdout), &p); err != nil || len(p.Nodes) != 2 || p.ActiveNode == "" {
+		t.Errorf("plugin status -json mockcsi: %v\n%s", err, r.stdout)
+	}
+	if r := runCLI(t, ctx, addr, "plugin", "status", "nope"); r.code != 1 || !strings.Contains(r.stderr, "HTTP 404") {
+		t.Errorf("unknown plugin: %+v", r)
+	}
+}
