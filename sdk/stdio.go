@@ -32,8 +32,9 @@ func nonBlockingStdio(f *os.File) (nb *os.File, ok bool, err error) {
 		return f, false, nil
 	}
 	path := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
-	// O_NONBLOCK on open: a FIFO with no reader fails with ENXIO instead
-	// of blocking the open forever.
+	// O_NONBLOCK on open: a named FIFO with no reader fails with ENXIO
+	// instead of blocking the open forever. (Anonymous pipes never block
+	// on open; their lost reader shows up as EPIPE on write.)
 	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ENXIO) {
