@@ -217,4 +217,3 @@ func TestServeRejectsConfigWithoutIdentity(t *testing.T) {
 		t.Fatal("ServeContext accepted a Config without Identity")
 	}
 }
-
