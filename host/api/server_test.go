@@ -23,7 +23,7 @@ import (
 
 // shortDir returns a temp dir short enough for unix sockets: t.TempDir()
 // embeds the test name and can exceed sun_path's 107 bytes.
-func shortDir(t *testing.T) string {
+func shortDir(t testing.TB) string {
 	t.Helper()
 	d, err := os.MkdirTemp("", "phapi")
 	if err != nil {
@@ -42,7 +42,7 @@ type testServer struct {
 
 // startServer runs a real server on a real unix socket; t.Cleanup stops it
 // and checks that Serve returned cleanly.
-func startServer(t *testing.T, mod func(*ServerConfig)) *testServer {
+func startServer(t testing.TB, mod func(*ServerConfig)) *testServer {
 	t.Helper()
 	be := newFakeBackend()
 	sock := filepath.Join(shortDir(t), "api.sock")
@@ -81,7 +81,7 @@ func startServer(t *testing.T, mod func(*ServerConfig)) *testServer {
 }
 
 // testWriter sends server logs to the test log, so failures show them.
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Logf("%s", strings.TrimRight(string(p), "\n"))
@@ -654,5 +654,34 @@ func TestRegisterWithJobspecParser(t *testing.T) {
 	}
 	if !found || !strings.Contains(se.ErrorResponse.Error, "bad.hcl:2:3") {
 		t.Errorf("diagnostics %+v / error %q lack bad.hcl:2:3", se.Diagnostics, se.ErrorResponse.Error)
+	}
+}
+
+// TestEventStreamHeartbeat reads the raw stream: an idle subscription must
+// carry "{}" lines, or neither end could tell a quiet agent from a dead one.
+func TestEventStreamHeartbeat(t *testing.T) {
+	ts := startServer(t, func(c *ServerConfig) { c.Heartbeat = 10 * time.Millisecond })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(ctx, "unix", ts.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /v1/event/stream HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	var got strings.Builder
+	buf := make([]byte, 512)
+	for !strings.Contains(got.String(), "{}\n") {
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("read stream: %v (got %q)", err, got.String())
+		}
+		got.Write(buf[:n])
+	}
+	if !strings.HasPrefix(got.String(), "HTTP/1.1 200 OK") || !strings.Contains(got.String(), "application/x-ndjson") {
+		t.Errorf("stream head: %q", got.String())
 	}
 }
