@@ -154,7 +154,7 @@ func TestClientCancelDuringBackoff(t *testing.T) {
 	p := newFakePlugin()
 	p.always["Probe"] = codes.Unavailable
 	s := serve(t, p, "")
-	c := testClient(t, s.socket, RetryPolicy{MaxAttempts: 10, BaseDelay: time.Hour, MaxDelay: time.Hour})
+	c := testClient(t, s.socket, RetryPolicy{MaxAttempts: 10, BaseDelay: time.Minute, MaxDelay: time.Minute})
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
 		<-p.probed

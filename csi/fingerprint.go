@@ -99,12 +99,14 @@ func (f *Fingerprint) HasNodeCapability(name string) bool {
 // asked every time: they are the health check.
 type fingerprinter struct {
 	client *Client
-	fp     Fingerprint
-	static bool // the once-only part has succeeded
+	// clientErr is why client is nil: the registered socket is unusable.
+	clientErr error
+	fp        Fingerprint
+	static    bool // the once-only part has succeeded
 }
 
-func newFingerprinter(info *dynamic.PluginInfo, client *Client) *fingerprinter {
-	f := &fingerprinter{client: client}
+func newFingerprinter(info *dynamic.PluginInfo, client *Client, clientErr error) *fingerprinter {
+	f := &fingerprinter{client: client, clientErr: clientErr}
 	f.fp = Fingerprint{
 		PluginID:          info.Name,
 		Type:              info.Type,
@@ -130,7 +132,7 @@ func (f *fingerprinter) run(ctx context.Context) *Fingerprint {
 
 func (f *fingerprinter) check(ctx context.Context) (bool, string) {
 	if f.client == nil {
-		return false, "no usable socket"
+		return false, fmt.Sprintf("cannot connect: %v", f.clientErr)
 	}
 	probe, err := f.client.Probe(ctx, &csipb.ProbeRequest{})
 	if err != nil {

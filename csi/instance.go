@@ -35,9 +35,9 @@ type instanceManager struct {
 	// refreshes carries on-demand requests; each request's channel is
 	// closed once a fingerprint that started after the request finished.
 	refreshes chan chan struct{}
-	cancel   context.CancelFunc
-	done     chan struct{}
-	stopOnce sync.Once
+	cancel    context.CancelFunc
+	done      chan struct{}
+	stopOnce  sync.Once
 
 	mu      sync.Mutex
 	fp      *Fingerprint
@@ -52,7 +52,6 @@ func newInstanceManager(cfg instanceConfig) *instanceManager {
 		refreshes: make(chan chan struct{}),
 		done:      make(chan struct{}),
 	}
-	var client *Client
 	socket := ""
 	if cfg.info.ConnectionInfo != nil {
 		socket = cfg.info.ConnectionInfo.SocketPath
@@ -61,13 +60,12 @@ func newInstanceManager(cfg instanceConfig) *instanceManager {
 	ccfg.Endpoint = socket
 	ccfg.Logger = logger
 	client, err := NewClient(ccfg)
-	im.fpr = newFingerprinter(cfg.info, client)
 	if err != nil {
 		// The allocation stays visible, unhealthy with the reason, rather
 		// than being dropped: a too-long socket path must be seen.
-		im.fpr.fp.HealthDescription = fmt.Sprintf("cannot connect: %v", err)
-		im.fpr.client = nil
+		client = nil
 	}
+	im.fpr = newFingerprinter(cfg.info, client, err)
 	im.fp = im.fpr.fp.Copy()
 	return im
 }

@@ -1,0 +1,295 @@
+package csi
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/pluginhost/pluginhost/dynamic"
+)
+
+func TestCapabilityNamesAcceptOddLists(t *testing.T) {
+	plugin := PluginCapabilityNames([]*csipb.PluginCapability{
+		svcCap(csipb.PluginCapability_Service_CONTROLLER_SERVICE),
+		svcCap(csipb.PluginCapability_Service_CONTROLLER_SERVICE), // duplicate
+		svcCap(csipb.PluginCapability_Service_Type(42)),           // from a newer spec
+		svcCap(0), // the spec's UNKNOWN placeholder
+		nil,       // nil entry
+		{},        // no type set
+		{Type: &csipb.PluginCapability_Service_{}}, // nil service
+		{Type: &csipb.PluginCapability_VolumeExpansion_{VolumeExpansion: &csipb.PluginCapability_VolumeExpansion{Type: csipb.PluginCapability_VolumeExpansion_ONLINE}}},
+	})
+	want := []string{"CONTROLLER_SERVICE", "UNKNOWN(0)", "UNKNOWN(42)", "VOLUME_EXPANSION_ONLINE"}
+	if !slices.Equal(plugin, want) {
+		t.Errorf("plugin caps = %q, want %q", plugin, want)
+	}
+
+	ctrl := ControllerCapabilityNames([]*csipb.ControllerServiceCapability{
+		ctrlCap(csipb.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME),
+		ctrlCap(11), // VOLUME_CONDITION, removed from the Go bindings
+		ctrlCap(csipb.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME),
+		{Type: &csipb.ControllerServiceCapability_Rpc{}},
+		nil,
+	})
+	if want := []string{"CREATE_DELETE_VOLUME", "UNKNOWN(11)"}; !slices.Equal(ctrl, want) {
+		t.Errorf("controller caps = %q, want %q", ctrl, want)
+	}
+
+	node := NodeCapabilityNames([]*csipb.NodeServiceCapability{
+		nodeCap(csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS),
+		nodeCap(4), // VOLUME_CONDITION
+		nodeCap(csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME),
+		{},
+	})
+	if want := []string{"GET_VOLUME_STATS", "STAGE_UNSTAGE_VOLUME", "UNKNOWN(4)"}; !slices.Equal(node, want) {
+		t.Errorf("node caps = %q, want %q", node, want)
+	}
+	if got := NodeCapabilityNames(nil); len(got) != 0 {
+		t.Errorf("nil list = %q", got)
+	}
+}
+
+func testInfo(typ, name, alloc, socket string) *dynamic.PluginInfo {
+	return &dynamic.PluginInfo{Type: typ, Name: name, AllocID: alloc, ConnectionInfo: &dynamic.ConnectionInfo{SocketPath: socket}}
+}
+
+func fingerprintOnce(t *testing.T, p *fakePlugin, typ string) *Fingerprint {
+	t.Helper()
+	s := serve(t, p, "")
+	f := newFingerprinter(testInfo(typ, "fake", "a1", s.socket), testClient(t, s.socket, RetryPolicy{MaxAttempts: 2}), nil)
+	return f.run(t.Context())
+}
+
+func TestFingerprintHealthyNode(t *testing.T) {
+	fp := fingerprintOnce(t, newFakePlugin(), dynamic.PluginTypeCSINode)
+	if !fp.Healthy || fp.HealthDescription != "healthy" || !fp.FingerprintDone {
+		t.Fatalf("fingerprint = %+v", fp)
+	}
+	if fp.Provider != "fake.csi.example.com" || fp.ProviderVersion != "1.2.3" || fp.Manifest["k"] != "v" {
+		t.Errorf("provider = %q %q %v", fp.Provider, fp.ProviderVersion, fp.Manifest)
+	}
+	if fp.PluginID != "fake" || fp.AllocID != "a1" || fp.Type != dynamic.PluginTypeCSINode {
+		t.Errorf("identity = %q %q %q", fp.PluginID, fp.AllocID, fp.Type)
+	}
+	if !slices.Equal(fp.NodeCapabilities, []string{"STAGE_UNSTAGE_VOLUME"}) || fp.ControllerCapabilities != nil {
+		t.Errorf("caps = node %q controller %q", fp.NodeCapabilities, fp.ControllerCapabilities)
+	}
+	ni := fp.NodeInfo
+	if ni == nil || ni.NodeID != "node-1" || ni.MaxVolumes != 16 || ni.Topology["zone"] != "z1" {
+		t.Errorf("node info = %+v", ni)
+	}
+	if fp.LastFingerprint.IsZero() {
+		t.Error("no fingerprint time")
+	}
+}
+
+func TestFingerprintHealthyController(t *testing.T) {
+	p := newFakePlugin()
+	p.ctrlCaps = append(p.ctrlCaps, ctrlCap(99), ctrlCap(csipb.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME))
+	fp := fingerprintOnce(t, p, dynamic.PluginTypeCSIController)
+	if !fp.Healthy {
+		t.Fatalf("unhealthy: %s", fp.HealthDescription)
+	}
+	if want := []string{"CREATE_DELETE_VOLUME", "UNKNOWN(99)"}; !slices.Equal(fp.ControllerCapabilities, want) {
+		t.Errorf("controller caps = %q, want %q", fp.ControllerCapabilities, want)
+	}
+	if fp.NodeInfo != nil || p.callCount("NodeGetInfo") != 0 {
+		t.Errorf("controller fingerprint asked for node info")
+	}
+}
+
+func TestFingerprintUnhealthyCases(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		typ   string
+		knob  func(p *fakePlugin)
+		want  string
+		extra func(t *testing.T, fp *Fingerprint)
+	}{
+		{"probe not ready", dynamic.PluginTypeCSINode,
+			func(p *fakePlugin) { p.ready = wrapperspb.Bool(false) }, "starting", nil},
+		{"probe fails", dynamic.PluginTypeCSINode,
+			func(p *fakePlugin) { p.always["Probe"] = codes.Internal }, "probe failed", nil},
+		{"probe unimplemented", dynamic.PluginTypeCSINode,
+			func(p *fakePlugin) { p.always["Probe"] = codes.Unimplemented }, "Unimplemented", nil},
+		{"node info fails", dynamic.PluginTypeCSINode,
+			func(p *fakePlugin) { p.always["NodeGetInfo"] = codes.Unimplemented }, "node info", nil},
+		{"empty node id", dynamic.PluginTypeCSINode,
+			func(p *fakePlugin) { p.nodeID = "" }, "empty node id", nil},
+		{"empty driver name", dynamic.PluginTypeCSINode,
+			func(p *fakePlugin) { p.name = "" }, "empty name", nil},
+		{"controller without CONTROLLER_SERVICE", dynamic.PluginTypeCSIController,
+			func(p *fakePlugin) { p.pluginCaps = nil }, "does not advertise CONTROLLER_SERVICE", nil},
+		{"controller capabilities fail", dynamic.PluginTypeCSIController,
+			func(p *fakePlugin) { p.always["ControllerGetCapabilities"] = codes.Unimplemented }, "controller capabilities", nil},
+		{"unknown type", "csi-monolith", func(p *fakePlugin) {}, "unknown CSI plugin type", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newFakePlugin()
+			tc.knob(p)
+			fp := fingerprintOnce(t, p, tc.typ)
+			if fp.Healthy || !fp.FingerprintDone || !strings.Contains(fp.HealthDescription, tc.want) {
+				t.Fatalf("healthy=%v done=%v description %q, want unhealthy with %q", fp.Healthy, fp.FingerprintDone, fp.HealthDescription, tc.want)
+			}
+		})
+	}
+}
+
+func TestFingerprintProbeWithoutReadyIsReady(t *testing.T) {
+	p := newFakePlugin()
+	p.ready = nil
+	if fp := fingerprintOnce(t, p, dynamic.PluginTypeCSINode); !fp.Healthy {
+		t.Fatalf("unset ready should mean ready: %s", fp.HealthDescription)
+	}
+	p = newFakePlugin()
+	p.ready = wrapperspb.Bool(true)
+	if fp := fingerprintOnce(t, p, dynamic.PluginTypeCSINode); !fp.Healthy {
+		t.Fatalf("ready=true: %s", fp.HealthDescription)
+	}
+}
+
+// The once-only part is asked until it succeeds, then never again.
+func TestFingerprintStaticPartOnce(t *testing.T) {
+	p := newFakePlugin()
+	p.script["NodeGetInfo"] = []codes.Code{codes.Internal}
+	s := serve(t, p, "")
+	f := newFingerprinter(testInfo(dynamic.PluginTypeCSINode, "fake", "a1", s.socket), testClient(t, s.socket, RetryPolicy{MaxAttempts: 1}), nil)
+	if fp := f.run(t.Context()); fp.Healthy {
+		t.Fatal("first fingerprint should fail on NodeGetInfo")
+	}
+	for range 3 {
+		if fp := f.run(t.Context()); !fp.Healthy {
+			t.Fatalf("unhealthy: %s", fp.HealthDescription)
+		}
+	}
+	if n := p.callCount("GetPluginInfo"); n != 2 {
+		t.Errorf("GetPluginInfo called %d times, want 2 (failed cycle + first good one)", n)
+	}
+	if n := p.callCount("NodeGetInfo"); n != 2 {
+		t.Errorf("NodeGetInfo called %d times, want 2", n)
+	}
+	if n := p.callCount("Probe"); n != 4 {
+		t.Errorf("Probe called %d times, want every cycle (4)", n)
+	}
+	if n := p.callCount("NodeGetCapabilities"); n != 3 {
+		t.Errorf("NodeGetCapabilities called %d times, want every healthy cycle (3)", n)
+	}
+}
+
+// updates collects an instance manager's onUpdate calls.
+type updates chan [2]*Fingerprint
+
+func (u updates) hook(prev, cur *Fingerprint, _ bool) { u <- [2]*Fingerprint{prev, cur} }
+
+func (u updates) next(t *testing.T) *Fingerprint {
+	t.Helper()
+	select {
+	case up := <-u:
+		return up[1]
+	case <-time.After(10 * time.Second):
+		t.Fatal("no fingerprint update")
+		return nil
+	}
+}
+
+func startInstance(t *testing.T, socket string, interval time.Duration) (*instanceManager, updates) {
+	t.Helper()
+	u := make(updates, 100)
+	im := newInstanceManager(instanceConfig{
+		info:     testInfo(dynamic.PluginTypeCSINode, "fake", "a1", socket),
+		logger:   hclog.NewNullLogger(),
+		interval: interval,
+		timeout:  5 * time.Second,
+		client:   ClientConfig{Retry: RetryPolicy{MaxAttempts: 1}},
+		onUpdate: u.hook,
+	})
+	im.start(context.Background())
+	t.Cleanup(func() { im.stop("test over", false) })
+	return im, u
+}
+
+func TestInstanceManagerIntervalAndHealthFlip(t *testing.T) {
+	p := newFakePlugin()
+	s := serve(t, p, "")
+	_, u := startInstance(t, s.socket, 10*time.Millisecond)
+	if fp := u.next(t); !fp.Healthy {
+		t.Fatalf("first fingerprint unhealthy: %s", fp.HealthDescription)
+	}
+	// Nothing triggers the next fingerprints but the interval.
+	p.set(func(p *fakePlugin) { p.always["Probe"] = codes.Unavailable })
+	for fp := u.next(t); fp.Healthy; fp = u.next(t) {
+	}
+	p.set(func(p *fakePlugin) { delete(p.always, "Probe") })
+	for fp := u.next(t); !fp.Healthy; fp = u.next(t) {
+	}
+}
+
+func TestInstanceManagerRefreshAndStop(t *testing.T) {
+	p := newFakePlugin()
+	s := serve(t, p, "")
+	im, u := startInstance(t, s.socket, time.Hour)
+	if fp := u.next(t); !fp.Healthy {
+		t.Fatalf("first fingerprint unhealthy: %s", fp.HealthDescription)
+	}
+	p.set(func(p *fakePlugin) { p.ready = wrapperspb.Bool(false) })
+	// With an hour's interval only the refresh can produce this.
+	if err := im.refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if fp := im.fingerprint(); fp.Healthy || !strings.Contains(fp.HealthDescription, "starting") {
+		t.Fatalf("after refresh: healthy=%v %q", fp.Healthy, fp.HealthDescription)
+	}
+	im.stop("deregistered", false)
+	fp := im.fingerprint()
+	if fp.Healthy || fp.HealthDescription != "deregistered" {
+		t.Fatalf("after stop: healthy=%v %q", fp.Healthy, fp.HealthDescription)
+	}
+	s.waitConnClosed(t)
+	if err := im.refresh(t.Context()); err == nil {
+		t.Fatal("refresh of a stopped instance succeeded")
+	}
+	im.stop("again", false) // idempotent; first reason stays
+	if got := im.fingerprint().HealthDescription; got != "deregistered" {
+		t.Fatalf("second stop changed the reason to %q", got)
+	}
+}
+
+// A stop while a fingerprint hangs ends it at once instead of waiting for
+// the fingerprint timeout.
+func TestInstanceManagerStopDuringHungProbe(t *testing.T) {
+	p := newFakePlugin()
+	p.hang["Probe"] = make(chan struct{})
+	s := serve(t, p, "")
+	im, _ := startInstance(t, s.socket, time.Hour)
+	<-p.probed
+	stopped := make(chan struct{})
+	go func() {
+		im.stop("agent shutting down", false)
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(4 * time.Second): // the fingerprint timeout is 5s
+		t.Fatal("stop waited for the hung probe")
+	}
+	if fp := im.fingerprint(); fp.Healthy || !fp.FingerprintDone || fp.HealthDescription != "agent shutting down" {
+		t.Fatalf("final fingerprint %+v", fp)
+	}
+}
+
+func TestInstanceManagerBadSocket(t *testing.T) {
+	long := "/" + strings.Repeat("x", 200)
+	im, u := startInstance(t, long, time.Hour)
+	fp := u.next(t)
+	if fp.Healthy || !strings.Contains(fp.HealthDescription, "limit") {
+		t.Fatalf("fingerprint %+v", fp)
+	}
+	im.stop("done", false)
+}
