@@ -1,0 +1,17 @@
+package driver
+
+// Builtin returns the drivers pluginhost ships, keyed by job `driver` name.
+// gp is nil when the agent has no go-plugin plugin sets (then only raw_exec).
+func Builtin(w *Watcher, gp *GoPluginConfig) (map[string]Driver, error) {
+	ds := map[string]Driver{"raw_exec": NewRawExec(w)}
+	if gp != nil {
+		c := *gp
+		c.Watcher = w
+		d, err := NewGoPlugin(c)
+		if err != nil {
+			return nil, err
+		}
+		ds[d.Name()] = d
+	}
+	return ds, nil
+}

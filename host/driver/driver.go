@@ -1,0 +1,125 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Errors a caller can tell apart with errors.Is.
+var (
+	// ErrTaskGone means the recorded process no longer exists.
+	ErrTaskGone = errors.New("task process is gone")
+	// ErrPidReused means the recorded pid now belongs to another process
+	// (its start time differs); that process must never be signalled.
+	ErrPidReused = errors.New("pid belongs to another process")
+	// ErrChecksumMismatch means the binary is not the one the job names.
+	ErrChecksumMismatch = errors.New("checksum mismatch")
+)
+
+// Driver starts tasks and re-adopts the ones a previous agent started.
+type Driver interface {
+	// Name is the job file's `driver` value.
+	Name() string
+	// Start launches a task. It returns once the task is running (for
+	// go_plugin: once the handshake and the identity RPC succeeded).
+	Start(ctx context.Context, req *StartRequest) (Task, error)
+	// Recover re-adopts a task from its saved handle. It fails with
+	// ErrTaskGone or ErrPidReused (wrapped) when there is nothing to adopt.
+	Recover(ctx context.Context, h *Handle, logger hclog.Logger) (Task, error)
+}
+
+// StartRequest is everything a driver needs to launch one task.
+type StartRequest struct {
+	AllocID  string
+	TaskName string
+
+	// Command is the program; a bare name is resolved against the PATH in
+	// Env, then against the agent's PATH.
+	Command string
+	Args    []string
+	WorkDir string
+	// Env is the task's complete environment ("K=V"); nothing of the
+	// agent's own environment is added.
+	Env []string
+	// Checksum is an optional "sha256:<hex>" the binary must match.
+	Checksum string
+
+	// SocketDir is the allocation's socket directory (0700); go_plugin
+	// creates the plugin's socket directory inside it.
+	SocketDir string
+
+	// Stdout and Stderr receive the task's output (the log shipper's pipes).
+	// The driver passes them to the child; the caller closes its copies.
+	Stdout, Stderr *os.File
+
+	Logger hclog.Logger
+}
+
+// Handle is the serialisable record of a running task: enough for another
+// agent process to find it again and to prove that it is the same process.
+type Handle struct {
+	Driver string
+	Pid    int
+	// StartTime is the process start time in clock ticks since boot, field
+	// 22 of /proc/<pid>/stat: with the pid it names one process for the
+	// life of the machine.
+	StartTime uint64
+	// SocketPath is the go_plugin server's socket ("" for raw_exec).
+	SocketPath string
+	Reattach   *ReattachRecord
+}
+
+// ReattachRecord is go-plugin's ReattachConfig in a form that survives JSON
+// (go-plugin's own holds a net.Addr interface).
+type ReattachRecord struct {
+	Protocol        string
+	ProtocolVersion int
+	Network         string
+	Addr            string
+	Pid             int
+}
+
+// ExitResult is how a task ended.
+type ExitResult struct {
+	ExitCode int
+	// Signal is the signal that killed the task, 0 if it exited.
+	Signal int
+	// Unknown is set when the task was not our child (re-adopted after an
+	// agent restart): the kernel gives its exit status to its new parent.
+	Unknown bool
+}
+
+// Successful reports a clean exit.
+func (r *ExitResult) Successful() bool {
+	return r != nil && !r.Unknown && r.ExitCode == 0 && r.Signal == 0
+}
+
+// Task is a running task.
+type Task interface {
+	Handle() *Handle
+	// Done is closed when the process has exited.
+	Done() <-chan struct{}
+	// Result is valid once Done is closed.
+	Result() *ExitResult
+	// Signal sends sig to the task's process group.
+	Signal(sig syscall.Signal) error
+	// Kill sends sig to the process group, then SIGKILL after timeout, and
+	// returns once the process has exited or ctx ends.
+	Kill(ctx context.Context, sig syscall.Signal, timeout time.Duration) error
+	// Detach releases the agent's resources without stopping the task, as
+	// the agent does when it shuts down or restarts.
+	Detach()
+}
+
+// PluginTask is a Task launched through go-plugin.
+type PluginTask interface {
+	Task
+	// Dispensed is what dispensing the plugin returned (for the sdk's "csi"
+	// plugin: a *grpc.ClientConn).
+	Dispensed() any
+}

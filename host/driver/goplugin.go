@@ -1,0 +1,311 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/hashicorp/go-hclog"
+	plugin "github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/go-plugin/runner"
+	"google.golang.org/grpc"
+)
+
+// GoPluginSocketOverhead is how many bytes go-plugin appends to the socket
+// directory it is given: "/plugin-dir" plus up to 10 random digits (its
+// per-launch directory), then "/plugin" plus up to 10 digits (the socket).
+const GoPluginSocketOverhead = len("/plugin-dir") + 10 + len("/plugin") + 10
+
+// GoPluginConfig configures the go_plugin driver.
+type GoPluginConfig struct {
+	Watcher *Watcher
+	// Handshake is sdk.Handshake().
+	Handshake plugin.HandshakeConfig
+	// PluginSets is sdk.HostPlugins(): the plugin set of every protocol
+	// version the host speaks.
+	PluginSets map[int]plugin.PluginSet
+	// Dispense names the plugin to dispense (sdk.PluginCSI).
+	Dispense string
+	// Identify is the identity RPC that must succeed before a launched or
+	// re-attached plugin is trusted. Nil means CSI GetPluginInfo on the
+	// dispensed *grpc.ClientConn.
+	Identify func(ctx context.Context, dispensed any) error
+	// StartTimeout bounds launch + handshake when ctx has no deadline.
+	StartTimeout time.Duration
+	Logger       hclog.Logger
+}
+
+// GoPlugin launches sdk plugins through go-plugin, gRPC only.
+type GoPlugin struct {
+	cfg GoPluginConfig
+}
+
+// NewGoPlugin returns the go_plugin driver.
+func NewGoPlugin(cfg GoPluginConfig) (*GoPlugin, error) {
+	if cfg.Watcher == nil || len(cfg.PluginSets) == 0 || cfg.Dispense == "" {
+		return nil, errors.New("go_plugin driver: Watcher, PluginSets and Dispense are required")
+	}
+	if cfg.Identify == nil {
+		cfg.Identify = CSIIdentify
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	return &GoPlugin{cfg: cfg}, nil
+}
+
+// CSIIdentify calls CSI GetPluginInfo on a dispensed *grpc.ClientConn.
+func CSIIdentify(ctx context.Context, dispensed any) error {
+	conn, ok := dispensed.(grpc.ClientConnInterface)
+	if !ok {
+		return fmt.Errorf("identity check: dispensed %T, want a gRPC connection", dispensed)
+	}
+	resp, err := csipb.NewIdentityClient(conn).GetPluginInfo(ctx, &csipb.GetPluginInfoRequest{})
+	if err != nil {
+		return fmt.Errorf("identity check: GetPluginInfo: %w", err)
+	}
+	if resp.GetName() == "" {
+		return errors.New("identity check: GetPluginInfo returned no name")
+	}
+	return nil
+}
+
+// Name implements Driver.
+func (d *GoPlugin) Name() string { return "go_plugin" }
+
+func (d *GoPlugin) timeout(ctx context.Context) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return time.Until(dl)
+	}
+	return d.cfg.StartTimeout
+}
+
+// Start implements Driver.
+func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
+	path, err := ResolveCommand(req.Command, req.Env, req.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := VerifyChecksum(path, req.Checksum); err != nil {
+		return nil, err
+	}
+	if req.SocketDir == "" {
+		return nil, errors.New("go_plugin: no socket directory")
+	}
+	logger := req.Logger
+	if logger == nil {
+		logger = d.cfg.Logger
+	}
+	var pr *pluginRunner
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  d.cfg.Handshake,
+		VersionedPlugins: d.cfg.PluginSets,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		// The task's environment is exactly what the job asked for.
+		SkipHostEnv: true,
+		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
+			pr = newPluginRunner(path, req, spec.Env)
+			return pr, nil
+		},
+		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: req.SocketDir},
+		// Output the plugin writes through go-plugin's stdio stream; never
+		// parsed, only logged line by line.
+		SyncStdout:   logWriter(logger.Named("stdout")),
+		SyncStderr:   logWriter(logger.Named("stderr")),
+		Stderr:       io.Discard,
+		StartTimeout: d.timeout(ctx),
+		Logger:       logger.Named("go-plugin"),
+	})
+	t, err := d.finish(ctx, client, func() *proc {
+		if pr == nil {
+			return nil
+		}
+		return pr.p
+	})
+	if err != nil {
+		client.Kill()
+		return nil, fmt.Errorf("launch plugin %s: %w", path, err)
+	}
+	t.stdout = pr.stdoutR
+	rc := client.ReattachConfig()
+	t.handle = &Handle{
+		Driver:     d.Name(),
+		Pid:        t.p.pid,
+		StartTime:  t.p.startTime,
+		SocketPath: rc.Addr.String(),
+		Reattach: &ReattachRecord{
+			Protocol:        string(rc.Protocol),
+			ProtocolVersion: client.NegotiatedVersion(),
+			Network:         rc.Addr.Network(),
+			Addr:            rc.Addr.String(),
+			Pid:             t.p.pid,
+		},
+	}
+	return t, nil
+}
+
+// finish connects, dispenses and identifies.
+func (d *GoPlugin) finish(ctx context.Context, client *plugin.Client, p func() *proc) (*pluginTask, error) {
+	rpc, err := client.Client()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := rpc.Dispense(d.cfg.Dispense)
+	if err != nil {
+		return nil, fmt.Errorf("dispense %q: %w", d.cfg.Dispense, err)
+	}
+	ictx, cancel := context.WithTimeout(ctx, d.timeout(ctx))
+	defer cancel()
+	if err := d.cfg.Identify(ictx, raw); err != nil {
+		return nil, err
+	}
+	pp := p()
+	if pp == nil {
+		return nil, errors.New("plugin process unknown")
+	}
+	return &pluginTask{p: pp, client: client, dispensed: raw, detached: make(chan struct{})}, nil
+}
+
+// Recover implements Driver: start time first, then go-plugin's reattach
+// with the plugin set of the saved protocol version, then the identity RPC.
+func (d *GoPlugin) Recover(ctx context.Context, h *Handle, logger hclog.Logger) (Task, error) {
+	if h.Reattach == nil {
+		return nil, errors.New("go_plugin handle has no reattach record")
+	}
+	rec := h.Reattach
+	set, ok := d.cfg.PluginSets[rec.ProtocolVersion]
+	if !ok {
+		return nil, fmt.Errorf("reattach: host has no plugin set for protocol version %d", rec.ProtocolVersion)
+	}
+	if logger == nil {
+		logger = d.cfg.Logger
+	}
+	p, err := adopt(h.Pid, h.StartTime, d.cfg.Watcher)
+	if err != nil {
+		return nil, err
+	}
+	detached := make(chan struct{})
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  d.cfg.Handshake,
+		Plugins:          set,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		Reattach: &plugin.ReattachConfig{
+			Protocol:        plugin.Protocol(rec.Protocol),
+			ProtocolVersion: rec.ProtocolVersion,
+			Addr:            &net.UnixAddr{Net: rec.Network, Name: rec.Addr},
+			Pid:             rec.Pid,
+			ReattachFunc: func() (runner.AttachedRunner, error) {
+				return &attachedRunner{p: p, detached: detached}, nil
+			},
+		},
+		SyncStdout: logWriter(logger.Named("stdout")),
+		SyncStderr: logWriter(logger.Named("stderr")),
+		Stderr:     io.Discard,
+		Logger:     logger.Named("go-plugin"),
+	})
+	t, err := d.finish(ctx, client, func() *proc { return p })
+	if err != nil {
+		// The start time proved the process is our task, but we cannot
+		// talk to it: kill it (bounded), so that the caller's restart does
+		// not run a second copy next to it.
+		kctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		kerr := p.kill(kctx, syscall.SIGKILL, 0)
+		cancel()
+		close(detached)
+		p.release()
+		return nil, errors.Join(fmt.Errorf("reattach pid %d at %s: %w", h.Pid, rec.Addr, err), kerr)
+	}
+	t.detached = detached
+	hc := *h
+	t.handle = &hc
+	return t, nil
+}
+
+type pluginTask struct {
+	p         *proc
+	client    *plugin.Client
+	dispensed any
+	handle    *Handle
+	stdout    io.Closer
+
+	detached chan struct{}
+	once     sync.Once
+}
+
+func (t *pluginTask) Handle() *Handle                 { h := *t.handle; return &h }
+func (t *pluginTask) Done() <-chan struct{}           { return t.p.done }
+func (t *pluginTask) Result() *ExitResult             { return t.p.Result() }
+func (t *pluginTask) Signal(sig syscall.Signal) error { return t.p.signalGroup(sig) }
+func (t *pluginTask) Dispensed() any                  { return t.dispensed }
+
+// Kill signals the group itself (kill_signal, then SIGKILL) rather than
+// relying on go-plugin's Kill, whose graceful path waits a fixed 2 s; then it
+// lets go-plugin clean up, bounded by ctx.
+func (t *pluginTask) Kill(ctx context.Context, sig syscall.Signal, timeout time.Duration) error {
+	if err := t.p.kill(ctx, sig, timeout); err != nil {
+		return err
+	}
+	cleaned := make(chan struct{})
+	go func() {
+		defer close(cleaned)
+		t.client.Kill()
+	}()
+	select {
+	case <-cleaned:
+	case <-ctx.Done():
+		return fmt.Errorf("plugin cleanup after kill: %w", ctx.Err())
+	}
+	t.p.release()
+	return nil
+}
+
+// Detach drops the connection and our ends of the plugin's pipes, as an
+// agent that dies would; the plugin keeps running.
+func (t *pluginTask) Detach() {
+	t.once.Do(func() {
+		close(t.detached)
+		if c, ok := t.dispensed.(io.Closer); ok {
+			_ = c.Close()
+		}
+		if t.stdout != nil {
+			_ = t.stdout.Close()
+		}
+		t.p.release()
+	})
+}
+
+// attachedRunner is go-plugin's view of a re-adopted plugin: exits come from
+// the pidfd watcher instead of go-plugin's kill(pid, 0) poll.
+type attachedRunner struct {
+	p        *proc
+	detached chan struct{}
+}
+
+func (r *attachedRunner) Wait(ctx context.Context) error {
+	select {
+	case <-r.p.done:
+	case <-r.detached:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+func (r *attachedRunner) Kill(ctx context.Context) error {
+	return r.p.kill(ctx, syscall.SIGKILL, 0)
+}
+
+func (r *attachedRunner) ID() string { return fmt.Sprint(r.p.pid) }
+
+func (r *attachedRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
+func (r *attachedRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }

@@ -1,0 +1,77 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+)
+
+// pluginRunner is our go-plugin runner.Runner. It exists for one reason
+// beyond setsid: go-plugin parses whatever Runner.Stderr yields as JSON log
+// lines, and v1.8 panics on a line like {"@message": 42}. Our runner gives
+// the plugin's stderr straight to the log shipper and hands go-plugin an
+// empty reader, so plugin output can never reach that parser.
+type pluginRunner struct {
+	cmd     *exec.Cmd
+	stdoutR *os.File
+	p       *proc
+}
+
+func newPluginRunner(path string, req *StartRequest, pluginEnv []string) *pluginRunner {
+	cmd := exec.Command(path, req.Args...)
+	cmd.Dir = req.WorkDir
+	env := append([]string{}, req.Env...)
+	cmd.Env = append(env, pluginEnv...)
+	cmd.Stderr = req.Stderr
+	return &pluginRunner{cmd: cmd}
+}
+
+func (r *pluginRunner) Start(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// go-plugin reads the handshake line from stdout, so stdout is ours.
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("stdout pipe: %w", err)
+	}
+	r.cmd.Stdout = wr
+	p, err := startChild(r.cmd)
+	_ = wr.Close()
+	if err != nil {
+		_ = rd.Close()
+		return fmt.Errorf("start %s: %w", r.cmd.Path, err)
+	}
+	r.stdoutR = rd
+	r.p = p
+	return nil
+}
+
+func (r *pluginRunner) Diagnose(context.Context) string {
+	return "plugin stderr is in the task's log files (alloc/logs/<task>.stderr.N)"
+}
+
+func (r *pluginRunner) Stdout() io.ReadCloser { return r.stdoutR }
+func (r *pluginRunner) Stderr() io.ReadCloser { return io.NopCloser(strings.NewReader("")) }
+func (r *pluginRunner) Name() string          { return r.cmd.Path }
+func (r *pluginRunner) ID() string            { return fmt.Sprint(r.p.pid) }
+
+func (r *pluginRunner) Wait(ctx context.Context) error {
+	select {
+	case <-r.p.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *pluginRunner) Kill(ctx context.Context) error {
+	return r.p.kill(ctx, syscall.SIGKILL, 0)
+}
+
+func (r *pluginRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
+func (r *pluginRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }

@@ -1,0 +1,314 @@
+package taskrunner
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/state"
+)
+
+// AllocRunner runs the tasks of one allocation.
+type AllocRunner struct {
+	cfg   *Config
+	group *jobspec.TaskGroup
+	tasks []*TaskRunner
+
+	allocDir  string
+	socketDir string
+
+	mu    sync.Mutex
+	alloc state.Alloc
+
+	runOnce sync.Once
+	done    chan struct{}
+}
+
+// NewUUID returns a random (version 4) UUID from crypto/rand.
+func NewUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails on Linux (Go 1.24+ panics instead)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// NewAllocRunner creates allocation index of group in job, with a new ID,
+// and records it; Run starts it.
+func NewAllocRunner(cfg *Config, job *jobspec.Job, group string, index int) (*AllocRunner, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if job == nil {
+		return nil, errors.New("taskrunner: nil job")
+	}
+	now := time.Now()
+	a := &state.Alloc{
+		ID: NewUUID(), JobID: job.ID, TaskGroup: group, Index: index, Job: job,
+		DesiredStatus: state.AllocDesiredStatusRun, ClientStatus: state.AllocClientStatusPending,
+		CreateTime: now, ModifyTime: now,
+	}
+	ar, err := newAllocRunner(cfg, a, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Store.PutAlloc(a); err != nil {
+		return nil, fmt.Errorf("record allocation %s: %w", a.ID, err)
+	}
+	for _, tr := range ar.tasks {
+		tr.emit(newEvent(EventReceived, "Task received by the agent"))
+		tr.setState(func(s *state.TaskState) { s.State = state.TaskStatePending })
+	}
+	return ar, nil
+}
+
+// RestoreAllocRunner rebuilds the runner of a stored allocation; Run then
+// re-adopts its live tasks and deals with the ones that died meanwhile.
+func RestoreAllocRunner(cfg *Config, as *state.AllocState) (*AllocRunner, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if as == nil || as.Alloc == nil || as.Alloc.Job == nil {
+		return nil, errors.New("taskrunner: restore: allocation record without a job")
+	}
+	a := *as.Alloc
+	return newAllocRunner(cfg, &a, as.Tasks)
+}
+
+func newAllocRunner(cfg *Config, a *state.Alloc, recs map[string]*state.TaskRecord) (*AllocRunner, error) {
+	var group *jobspec.TaskGroup
+	for _, g := range a.Job.TaskGroups {
+		if g.Name == a.TaskGroup {
+			group = g
+		}
+	}
+	if group == nil {
+		return nil, fmt.Errorf("allocation %s: job %q has no group %q", a.ID, a.Job.ID, a.TaskGroup)
+	}
+	sockDir, err := SocketDir(cfg.DataDir, cfg.SocketRoot, a.ID)
+	if err != nil {
+		return nil, fmt.Errorf("allocation %s: %w", a.ID, err)
+	}
+	ar := &AllocRunner{
+		cfg: cfg, group: group, alloc: *a,
+		allocDir:  filepath.Join(cfg.DataDir, "alloc", a.ID),
+		socketDir: sockDir,
+		done:      make(chan struct{}),
+	}
+	logger := cfg.Logger.Named("alloc").With("alloc_id", a.ID)
+	batch := a.Job.Type == jobspec.JobTypeBatch || a.Job.Type == jobspec.JobTypeSysBatch
+	for _, t := range group.Tasks {
+		restart := t.Restart
+		if restart == nil {
+			restart = group.Restart
+		}
+		sig, _ := killSignal(t.KillSignal) // validated by the validate hook
+		if sig == 0 {
+			sig = 2
+		}
+		tr := &TaskRunner{
+			cfg: cfg, allocID: a.ID, task: t, drv: cfg.Drivers[t.Driver],
+			logger:     logger.Named("task").With("task", t.Name),
+			restarts:   newRestartTracker(restart, batch, cfg.MaxRestartDelay, cfg.Rand),
+			killSig:    sig,
+			killCh:     make(chan struct{}),
+			shutdownCh: make(chan struct{}),
+			restartCh:  make(chan restartRequest, 1),
+			done:       make(chan struct{}),
+			onState:    ar.updateClientStatus,
+		}
+		if rec := recs[t.Name]; rec != nil {
+			tr.restored = rec
+			if rec.State != nil {
+				tr.st = *rec.State
+			}
+			tr.events = append(tr.events, rec.Events...)
+			tr.handle = rec.Handle
+		}
+		taskDir := filepath.Join(ar.allocDir, t.Name)
+		tr.req = &HookRequest{
+			AllocID: a.ID, AllocIndex: a.Index, Job: a.Job, Group: group, Task: t,
+			AllocDir: ar.allocDir, SharedDir: filepath.Join(ar.allocDir, "alloc"),
+			LogDir:  filepath.Join(ar.allocDir, "alloc", "logs"),
+			TaskDir: taskDir, LocalDir: filepath.Join(taskDir, "local"), SecretsDir: filepath.Join(taskDir, "secrets"),
+			SocketDir: sockDir, Logger: tr.logger, runner: tr,
+		}
+		tr.hooks = []Hook{&validateHook{cfg: cfg}, taskDirHook{}, &envHook{cfg: cfg}, socketHook{}, &logmonHook{cfg: cfg}}
+		if cfg.ExtraHooks != nil {
+			tr.hooks = append(tr.hooks, cfg.ExtraHooks(tr.req)...)
+		}
+		if tr.drv == nil {
+			// Keep the runner: the validate hook turns this into a task
+			// failure with an event, rather than a lost allocation.
+			tr.drv = missingDriver{name: t.Driver}
+		}
+		ar.tasks = append(ar.tasks, tr)
+	}
+	return ar, nil
+}
+
+// ID is the allocation ID.
+func (ar *AllocRunner) ID() string { return ar.alloc.ID }
+
+// SocketDir is the allocation's control socket directory.
+func (ar *AllocRunner) SocketDir() string { return ar.socketDir }
+
+// AllocDir is <data_dir>/alloc/<id>.
+func (ar *AllocRunner) AllocDir() string { return ar.allocDir }
+
+// Run starts every task's runner; it returns at once. A restored
+// allocation whose stop was interrupted finishes stopping.
+func (ar *AllocRunner) Run() {
+	ar.runOnce.Do(func() {
+		stopping := ar.desiredStatus() == state.AllocDesiredStatusStop
+		for _, tr := range ar.tasks {
+			if stopping {
+				tr.kill()
+			}
+			go tr.run()
+		}
+		go func() {
+			for _, tr := range ar.tasks {
+				<-tr.done
+			}
+			close(ar.done)
+		}()
+	})
+}
+
+// Done is closed when every task runner has returned: all tasks dead,
+// or the runner shut down.
+func (ar *AllocRunner) Done() <-chan struct{} { return ar.done }
+
+// Stop stops the allocation for good: it records the desired status, kills
+// every task (kill_signal, then SIGKILL after kill_timeout) and waits.
+func (ar *AllocRunner) Stop(ctx context.Context) error {
+	ar.mu.Lock()
+	ar.alloc.DesiredStatus = state.AllocDesiredStatusStop
+	ar.alloc.ModifyTime = time.Now()
+	a := ar.alloc
+	ar.mu.Unlock()
+	if err := ar.cfg.Store.PutAlloc(&a); err != nil {
+		return fmt.Errorf("stop allocation %s: %w", a.ID, err)
+	}
+	ar.Run() // a never-started runner must still reach Done
+	for _, tr := range ar.tasks {
+		tr.kill()
+	}
+	select {
+	case <-ar.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop allocation %s: %w", a.ID, ctx.Err())
+	}
+}
+
+// Shutdown lets go of the allocation without touching its tasks, as the
+// agent does on SIGINT/SIGTERM or before a restart: handles stay in the
+// store for RestoreAllocRunner.
+func (ar *AllocRunner) Shutdown(ctx context.Context) error {
+	for _, tr := range ar.tasks {
+		tr.shutdown()
+	}
+	ar.runOnce.Do(func() { close(ar.done) })
+	select {
+	case <-ar.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("shutdown allocation %s: %w", ar.alloc.ID, ctx.Err())
+	}
+}
+
+// Destroy stops the allocation and removes its record, directories and
+// socket directory.
+func (ar *AllocRunner) Destroy(ctx context.Context) error {
+	if err := ar.Stop(ctx); err != nil {
+		return err
+	}
+	var errs []error
+	if err := ar.cfg.Store.DeleteAlloc(ar.alloc.ID); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, os.RemoveAll(ar.allocDir), os.RemoveAll(ar.socketDir))
+	return errors.Join(errs...)
+}
+
+// Task returns the runner of the named task, nil if there is none.
+func (ar *AllocRunner) Task(name string) *TaskRunner {
+	for _, tr := range ar.tasks {
+		if tr.task.Name == name {
+			return tr
+		}
+	}
+	return nil
+}
+
+// AllocSnapshot is a copy of an allocation's state.
+type AllocSnapshot struct {
+	Alloc state.Alloc
+	Tasks []TaskSnapshot
+}
+
+// State returns a snapshot that the caller may keep and modify.
+func (ar *AllocRunner) State() *AllocSnapshot {
+	ar.mu.Lock()
+	s := &AllocSnapshot{Alloc: ar.alloc}
+	ar.mu.Unlock()
+	for _, tr := range ar.tasks {
+		s.Tasks = append(s.Tasks, tr.snapshot())
+	}
+	return s
+}
+
+func (ar *AllocRunner) desiredStatus() string {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.alloc.DesiredStatus
+}
+
+// updateClientStatus derives the allocation's status from its tasks', as
+// Nomad does: failed if any failed, running if any runs, complete when all
+// are dead.
+func (ar *AllocRunner) updateClientStatus() {
+	running, dead, failed := 0, 0, 0
+	for _, tr := range ar.tasks {
+		tr.mu.Lock()
+		switch tr.st.State {
+		case state.TaskStateRunning:
+			running++
+		case state.TaskStateDead:
+			dead++
+			if tr.st.Failed {
+				failed++
+			}
+		}
+		tr.mu.Unlock()
+	}
+	status := state.AllocClientStatusPending
+	switch {
+	case failed > 0 && running == 0 && dead == len(ar.tasks):
+		status = state.AllocClientStatusFailed
+	case running > 0:
+		status = state.AllocClientStatusRunning
+	case dead == len(ar.tasks):
+		status = state.AllocClientStatusComplete
+	}
+	ar.mu.Lock()
+	if ar.alloc.ClientStatus == status {
+		ar.mu.Unlock()
+		return
+	}
+	ar.alloc.ClientStatus = status
+	ar.alloc.ModifyTime = time.Now()
+	a := ar.alloc
+	ar.mu.Unlock()
+	if err := ar.cfg.Store.PutAlloc(&a); err != nil && !errors.Is(err, state.ErrAllocNotFound) {
+		ar.cfg.Logger.Error("store allocation status", "alloc_id", a.ID, "error", err)
+	}
+}

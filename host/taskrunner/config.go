@@ -1,0 +1,85 @@
+package taskrunner
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/pluginhost/pluginhost/host/driver"
+	"github.com/pluginhost/pluginhost/host/state"
+)
+
+// Store is the part of *state.DB the runners write to.
+type Store interface {
+	PutAlloc(a *state.Alloc) error
+	DeleteAlloc(allocID string) error
+	PutTaskState(allocID, task string, s *state.TaskState) error
+	PutTaskHandle(allocID, task string, h *state.TaskHandle) error
+	DeleteTaskHandle(allocID, task string) error
+	AppendTaskEvent(allocID, task string, ev *state.TaskEvent) error
+}
+
+// Config is shared by every allocation runner of an agent.
+type Config struct {
+	// DataDir holds alloc/<id>/ and, when short enough, sockets/<id>/.
+	DataDir string
+	// SocketRoot overrides where allocation socket directories go.
+	SocketRoot string
+	Store      Store
+	// Drivers by job `driver` name (see driver.Builtin).
+	Drivers map[string]driver.Driver
+	// LogmonCommand starts a log shipper; default [this binary, "logmon"].
+	LogmonCommand []string
+	// ExtraHooks returns more hooks for a task (the CSI supervisor); it
+	// may return nil. They run after the built-in hooks.
+	ExtraHooks func(req *HookRequest) []Hook
+	// OnEvent is called (synchronously, keep it short) for every task event
+	// once it is stored.
+	OnEvent func(allocID, task string, ev *state.TaskEvent)
+
+	NodeName   string
+	Datacenter string
+
+	// MaxRestartDelay caps the exponential restart backoff (default 5m).
+	MaxRestartDelay time.Duration
+	// StartTimeout bounds one launch (default 1m).
+	StartTimeout time.Duration
+	// LogFileSizeOverride replaces the logs block's MB granularity, for
+	// tests of rotation; 0 in production.
+	LogFileSizeOverride int64
+	// Rand draws the restart jitter in [0,n); nil means math/rand/v2.
+	Rand func(n int64) int64
+
+	Logger hclog.Logger
+}
+
+func (c *Config) validate() error {
+	if c.DataDir == "" {
+		return errors.New("taskrunner: DataDir is required")
+	}
+	if c.Store == nil {
+		return errors.New("taskrunner: Store is required")
+	}
+	if len(c.Drivers) == 0 {
+		return errors.New("taskrunner: no drivers")
+	}
+	if len(c.LogmonCommand) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("taskrunner: locate own binary for logmon: %w", err)
+		}
+		c.LogmonCommand = []string{exe, "logmon"}
+	}
+	if c.MaxRestartDelay == 0 {
+		c.MaxRestartDelay = 5 * time.Minute
+	}
+	if c.StartTimeout == 0 {
+		c.StartTimeout = time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	return nil
+}

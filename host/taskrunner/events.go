@@ -1,0 +1,29 @@
+package taskrunner
+
+import (
+	"time"
+
+	"github.com/pluginhost/pluginhost/host/state"
+)
+
+// Task event types, as Nomad names them.
+const (
+	EventReceived      = "Received"
+	EventTaskSetup     = "Task Setup"
+	EventSetupFailure  = "Setup Failure"
+	EventDriverFailure = "Driver Failure"
+	EventStarted       = "Started"
+	EventReattached    = "Reattached"
+	EventTerminated    = "Terminated"
+	EventRestarting    = "Restarting"
+	EventNotRestarting = "Not Restarting"
+	EventRestartSignal = "Restart Signaled"
+	EventKilling       = "Killing"
+	EventKilled        = "Killed"
+	EventSignaling     = "Signaling"
+	EventKillFailed    = "Kill Failed"
+)
+
+func newEvent(typ, msg string) *state.TaskEvent {
+	return &state.TaskEvent{Type: typ, Time: time.Now(), Message: msg}
+}

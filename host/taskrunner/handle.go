@@ -1,0 +1,25 @@
+package taskrunner
+
+import (
+	"github.com/pluginhost/pluginhost/host/driver"
+	"github.com/pluginhost/pluginhost/host/state"
+)
+
+func toStateHandle(h *driver.Handle, logmonPid int, logmonStart uint64) *state.TaskHandle {
+	sh := &state.TaskHandle{
+		Driver: h.Driver, Pid: h.Pid, StartTime: h.StartTime, SocketPath: h.SocketPath,
+		LogmonPid: logmonPid, LogmonStartTime: logmonStart,
+	}
+	if r := h.Reattach; r != nil {
+		sh.Reattach = &state.ReattachRecord{Protocol: r.Protocol, ProtocolVersion: r.ProtocolVersion, Network: r.Network, Addr: r.Addr, Pid: r.Pid}
+	}
+	return sh
+}
+
+func toDriverHandle(h *state.TaskHandle) *driver.Handle {
+	dh := &driver.Handle{Driver: h.Driver, Pid: h.Pid, StartTime: h.StartTime, SocketPath: h.SocketPath}
+	if r := h.Reattach; r != nil {
+		dh.Reattach = &driver.ReattachRecord{Protocol: r.Protocol, ProtocolVersion: r.ProtocolVersion, Network: r.Network, Addr: r.Addr, Pid: r.Pid}
+	}
+	return dh
+}

@@ -1,0 +1,54 @@
+package taskrunner
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/pluginhost/pluginhost/host/driver"
+	"github.com/pluginhost/pluginhost/host/logmon"
+)
+
+// logmonHook starts the task's log shipper before each launch. The shipper
+// is a separate process reading the task's pipes, so logs keep flowing into
+// alloc/logs/<task>.std{out,err}.N while the agent is down.
+type logmonHook struct{ cfg *Config }
+
+func (h *logmonHook) Name() string { return "logmon" }
+
+func (h *logmonHook) Prestart(ctx context.Context, req *HookRequest) error {
+	lc := req.Task.Logs
+	if lc != nil && lc.Disabled {
+		null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("logs disabled: %w", err)
+		}
+		req.Stdout, req.Stderr = null, null
+		req.LogmonPid, req.LogmonStartTime = 0, 0
+		return nil
+	}
+	maxFiles, maxMB := 10, 10
+	if lc != nil {
+		if lc.MaxFiles > 0 {
+			maxFiles = lc.MaxFiles
+		}
+		if lc.MaxFileSizeMB > 0 {
+			maxMB = lc.MaxFileSizeMB
+		}
+	}
+	size := int64(maxMB) << 20
+	if h.cfg.LogFileSizeOverride > 0 {
+		size = h.cfg.LogFileSizeOverride
+	}
+	p, err := logmon.Start(ctx, logmon.Config{
+		Command: h.cfg.LogmonCommand, Dir: req.LogDir, Task: req.Task.Name,
+		MaxFiles: maxFiles, MaxFileSize: size,
+	})
+	if err != nil {
+		return err
+	}
+	st, _ := driver.ProcStartTime(p.Pid)
+	req.Stdout, req.Stderr = p.Stdout, p.Stderr
+	req.LogmonPid, req.LogmonStartTime = p.Pid, st
+	return nil
+}

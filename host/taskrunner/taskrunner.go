@@ -1,0 +1,467 @@
+package taskrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/pluginhost/pluginhost/host/driver"
+	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/state"
+)
+
+// maxEventsInMemory mirrors the store's per-task event cap.
+const maxEventsInMemory = 100
+
+// TaskRunner runs one task: launches it through its hooks and driver,
+// watches it, applies its restart policy, and records all of it. Its
+// goroutine (run) is owned by the AllocRunner and ends on task death, Kill,
+// or Shutdown.
+type TaskRunner struct {
+	cfg     *Config
+	allocID string
+	task    *jobspec.Task
+	drv     driver.Driver
+	hooks   []Hook
+	req     *HookRequest
+	logger  hclog.Logger
+
+	restarts *restartTracker
+	killSig  syscall.Signal
+
+	// restored is the stored record when the agent restarted; nil for a
+	// fresh task.
+	restored *state.TaskRecord
+
+	mu      sync.Mutex
+	st      state.TaskState
+	handle  *state.TaskHandle
+	events  []*state.TaskEvent
+	running driver.Task
+
+	killCh     chan struct{}
+	killOnce   sync.Once
+	shutdownCh chan struct{}
+	shutOnce   sync.Once
+	restartCh  chan restartRequest
+	done       chan struct{}
+
+	onState func()
+}
+
+type restartRequest struct {
+	reason string
+	fail   bool
+}
+
+// TaskSnapshot is a copy of a task's recorded state.
+type TaskSnapshot struct {
+	Name   string
+	State  state.TaskState
+	Handle *state.TaskHandle
+	Events []*state.TaskEvent
+}
+
+func (tr *TaskRunner) snapshot() TaskSnapshot {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	s := TaskSnapshot{Name: tr.task.Name, State: tr.st}
+	if tr.handle != nil {
+		h := *tr.handle
+		s.Handle = &h
+	}
+	s.Events = make([]*state.TaskEvent, len(tr.events))
+	for i, e := range tr.events {
+		c := *e
+		s.Events[i] = &c
+	}
+	return s
+}
+
+func (tr *TaskRunner) emit(ev *state.TaskEvent) {
+	tr.mu.Lock()
+	tr.events = append(tr.events, ev)
+	if len(tr.events) > maxEventsInMemory {
+		tr.events = tr.events[len(tr.events)-maxEventsInMemory:]
+	}
+	tr.mu.Unlock()
+	tr.logger.Info("task event", "type", ev.Type, "msg", ev.Message)
+	if err := tr.cfg.Store.AppendTaskEvent(tr.allocID, tr.task.Name, ev); err != nil {
+		tr.logger.Error("store task event", "error", err)
+	}
+	if tr.cfg.OnEvent != nil {
+		tr.cfg.OnEvent(tr.allocID, tr.task.Name, ev)
+	}
+}
+
+func (tr *TaskRunner) setState(fn func(s *state.TaskState)) {
+	tr.mu.Lock()
+	fn(&tr.st)
+	s := tr.st
+	tr.mu.Unlock()
+	if err := tr.cfg.Store.PutTaskState(tr.allocID, tr.task.Name, &s); err != nil {
+		tr.logger.Error("store task state", "error", err)
+	}
+	if tr.onState != nil {
+		tr.onState()
+	}
+}
+
+func (tr *TaskRunner) setHandle(h *state.TaskHandle) {
+	tr.mu.Lock()
+	tr.handle = h
+	tr.mu.Unlock()
+	var err error
+	if h == nil {
+		err = tr.cfg.Store.DeleteTaskHandle(tr.allocID, tr.task.Name)
+	} else {
+		err = tr.cfg.Store.PutTaskHandle(tr.allocID, tr.task.Name, h)
+	}
+	if err != nil {
+		tr.logger.Error("store task handle", "error", err)
+	}
+}
+
+func (tr *TaskRunner) setRunning(t driver.Task) {
+	tr.mu.Lock()
+	tr.running = t
+	tr.mu.Unlock()
+}
+
+func (tr *TaskRunner) requestRestart(reason string, fail bool) {
+	select {
+	case tr.restartCh <- restartRequest{reason: reason, fail: fail}:
+	default: // one pending request is enough
+	}
+}
+
+// Signal sends sig to the running task's process group.
+func (tr *TaskRunner) Signal(sig syscall.Signal) error {
+	tr.mu.Lock()
+	t := tr.running
+	tr.mu.Unlock()
+	if t == nil {
+		return fmt.Errorf("task %s is not running", tr.task.Name)
+	}
+	tr.emit(newEvent(EventSignaling, "Task being sent signal "+sig.String()))
+	return t.Signal(sig)
+}
+
+func (tr *TaskRunner) kill()     { tr.killOnce.Do(func() { close(tr.killCh) }) }
+func (tr *TaskRunner) shutdown() { tr.shutOnce.Do(func() { close(tr.shutdownCh) }) }
+
+func (tr *TaskRunner) killed() bool {
+	select {
+	case <-tr.killCh:
+		return true
+	default:
+		return false
+	}
+}
+
+func (tr *TaskRunner) run() {
+	defer close(tr.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// Hooks and launches in flight give up on shutdown or kill.
+		select {
+		case <-tr.shutdownCh:
+		case <-tr.killCh:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+
+	t, restoredDead := tr.restore(ctx)
+	if restoredDead {
+		return
+	}
+	var pending *driver.ExitResult
+	if t == nil && tr.restored != nil && tr.restored.Handle != nil {
+		// The task died while the agent was down.
+		pending = &driver.ExitResult{Unknown: true, ExitCode: -1}
+	}
+	for {
+		if pending == nil && t == nil {
+			if tr.killed() {
+				tr.finish(ctx, false, "")
+				return
+			}
+			select {
+			case <-tr.shutdownCh:
+				return
+			default:
+			}
+			var err error
+			t, err = tr.start(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					if tr.killed() {
+						tr.finish(context.Background(), false, "")
+					}
+					return
+				}
+				if IsFatal(err) {
+					tr.emit(newEvent(EventNotRestarting, "Error was unrecoverable: "+err.Error()))
+					tr.finish(ctx, true, "")
+					return
+				}
+				pending = &driver.ExitResult{ExitCode: -1}
+			}
+		}
+		if pending == nil {
+			var stop bool
+			pending, stop = tr.wait(t)
+			t = nil
+			if stop {
+				return
+			}
+		}
+		res := pending
+		pending = nil
+		tr.setRunning(nil)
+		tr.runExited(ctx, res)
+		d := tr.restarts.next(time.Now(), res.Successful())
+		if !d.restart {
+			if d.failed {
+				tr.emit(newEvent(EventNotRestarting, d.reason))
+			}
+			tr.finish(ctx, d.failed || !res.Successful(), "")
+			return
+		}
+		ev := newEvent(EventRestarting, fmt.Sprintf("Task restarting in %s: %s", d.delay.Round(time.Millisecond), d.reason))
+		ev.Details = map[string]string{"restart_delay": d.delay.String(), "reason": d.reason}
+		tr.emit(ev)
+		tr.setState(func(s *state.TaskState) {
+			s.State = state.TaskStatePending
+			s.Restarts++
+			s.LastRestart = time.Now()
+		})
+		timer := time.NewTimer(d.delay)
+		select {
+		case <-timer.C:
+		case <-tr.killCh:
+			timer.Stop()
+			tr.finish(context.Background(), false, "")
+			return
+		case <-tr.shutdownCh:
+			timer.Stop()
+			return
+		}
+	}
+}
+
+// restore re-adopts the task recorded before an agent restart. It returns
+// (nil, true) when the task was already dead for good.
+func (tr *TaskRunner) restore(ctx context.Context) (driver.Task, bool) {
+	rec := tr.restored
+	if rec == nil {
+		return nil, false
+	}
+	if rec.Handle == nil {
+		return nil, rec.State != nil && rec.State.State == state.TaskStateDead
+	}
+	h := rec.Handle
+	t, err := tr.drv.Recover(ctx, toDriverHandle(h), tr.logger)
+	if err != nil {
+		msg := "Task exited while the agent was down; its exit code is unknowable"
+		switch {
+		case errors.Is(err, driver.ErrPidReused):
+			msg = fmt.Sprintf("Task exited while the agent was down; pid %d now belongs to another process, which was not signalled; exit code unknowable", h.Pid)
+		case !errors.Is(err, driver.ErrTaskGone):
+			msg = "Task could not be re-adopted and was stopped: " + err.Error()
+		}
+		ev := newEvent(EventTerminated, msg)
+		ev.ExitCode = -1
+		ev.Details = map[string]string{"exit_code": "unknown"}
+		tr.emit(ev)
+		tr.setHandle(nil)
+		return nil, false
+	}
+	tr.emit(newEvent(EventReattached, "Task re-adopted after agent restart (pid "+strconv.Itoa(h.Pid)+")"))
+	tr.setRunning(t)
+	tr.setState(func(s *state.TaskState) { s.State = state.TaskStateRunning })
+	tr.req.Restored = true
+	tr.runPoststart(ctx, t)
+	return t, false
+}
+
+func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
+	tr.emit(newEvent(EventTaskSetup, "Building task directory and environment"))
+	tr.req.Restored = false
+	tr.req.Stdout, tr.req.Stderr = nil, nil
+	closeStdio := func() {
+		if tr.req.Stdout != nil {
+			_ = tr.req.Stdout.Close()
+		}
+		if tr.req.Stderr != nil {
+			_ = tr.req.Stderr.Close()
+		}
+		tr.req.Stdout, tr.req.Stderr = nil, nil
+	}
+	defer closeStdio()
+	for _, h := range tr.hooks {
+		ph, ok := h.(PrestartHook)
+		if !ok {
+			continue
+		}
+		if err := ph.Prestart(ctx, tr.req); err != nil {
+			err = fmt.Errorf("prestart hook %q: %w", h.Name(), err)
+			tr.emit(newEvent(EventSetupFailure, err.Error()))
+			return nil, err
+		}
+	}
+	vars := interpolationVars(tr.cfg, tr.req.Env)
+	c := tr.task.Config
+	args := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		args[i] = jobspec.Interpolate(a, vars)
+	}
+	workDir := jobspec.Interpolate(c.WorkDir, vars)
+	if workDir == "" {
+		workDir = tr.req.LocalDir
+	}
+	sctx, cancel := context.WithTimeout(ctx, tr.cfg.StartTimeout)
+	defer cancel()
+	t, err := tr.drv.Start(sctx, &driver.StartRequest{
+		AllocID: tr.allocID, TaskName: tr.task.Name,
+		Command: jobspec.Interpolate(c.Command, vars), Args: args, WorkDir: workDir,
+		Env: envList(tr.req.Env), Checksum: c.Checksum,
+		SocketDir: tr.req.SocketDir,
+		Stdout:    tr.req.Stdout, Stderr: tr.req.Stderr,
+		Logger: tr.logger.Named("plugin"),
+	})
+	if err != nil {
+		err = fmt.Errorf("start task %s: %w", tr.task.Name, err)
+		tr.emit(newEvent(EventDriverFailure, err.Error()))
+		return nil, err
+	}
+	tr.setHandle(toStateHandle(t.Handle(), tr.req.LogmonPid, tr.req.LogmonStartTime))
+	tr.setRunning(t)
+	tr.setState(func(s *state.TaskState) {
+		s.State = state.TaskStateRunning
+		s.StartedAt = time.Now()
+		s.FinishedAt = time.Time{}
+	})
+	tr.emit(newEvent(EventStarted, "Task started by the agent (pid "+strconv.Itoa(t.Handle().Pid)+")"))
+	tr.runPoststart(ctx, t)
+	return t, nil
+}
+
+func (tr *TaskRunner) runPoststart(ctx context.Context, t driver.Task) {
+	for _, h := range tr.hooks {
+		if ph, ok := h.(PoststartHook); ok {
+			if err := ph.Poststart(ctx, tr.req, t); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				tr.requestRestart(fmt.Sprintf("poststart hook %q: %v", h.Name(), err), IsFatal(err))
+				return
+			}
+		}
+	}
+}
+
+// wait blocks until the task exits, is killed or restarted, or the agent
+// shuts down. stop means the runner is finished.
+func (tr *TaskRunner) wait(t driver.Task) (res *driver.ExitResult, stop bool) {
+	select {
+	case <-t.Done():
+		res = t.Result()
+		t.Detach()
+		ev := newEvent(EventTerminated, exitMessage(res))
+		ev.ExitCode, ev.Signal = res.ExitCode, res.Signal
+		tr.emit(ev)
+		tr.setHandle(nil)
+		return res, false
+	case <-tr.killCh:
+		tr.killTask(t, "")
+		tr.finish(context.Background(), false, "")
+		return nil, true
+	case r := <-tr.restartCh:
+		tr.emit(newEvent(EventRestartSignal, r.reason))
+		tr.killTask(t, r.reason)
+		if r.fail {
+			tr.emit(newEvent(EventNotRestarting, r.reason))
+			tr.finish(context.Background(), true, "")
+			return nil, true
+		}
+		return &driver.ExitResult{ExitCode: -1}, false
+	case <-tr.shutdownCh:
+		// The agent is going away, the task is not: keep the handle.
+		t.Detach()
+		return nil, true
+	}
+}
+
+func exitMessage(res *driver.ExitResult) string {
+	switch {
+	case res.Unknown:
+		return "Exit code unknowable: the task was re-adopted and is not the agent's child"
+	case res.Signal != 0:
+		return fmt.Sprintf("Exit code: %d, signal: %d (%s)", res.ExitCode, res.Signal, syscall.Signal(res.Signal))
+	default:
+		return fmt.Sprintf("Exit code: %d", res.ExitCode)
+	}
+}
+
+// killTask stops t: kill_signal, SIGKILL after kill_timeout, bounded.
+func (tr *TaskRunner) killTask(t driver.Task, reason string) {
+	timeout := tr.task.KillTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	msg := fmt.Sprintf("Sent %s, waiting %s before force killing", tr.killSig, timeout)
+	if reason != "" {
+		msg += ": " + reason
+	}
+	tr.emit(newEvent(EventKilling, msg))
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+10*time.Second)
+	defer cancel()
+	if err := t.Kill(ctx, tr.killSig, timeout); err != nil {
+		tr.emit(newEvent(EventKillFailed, err.Error()))
+	}
+	res := t.Result()
+	t.Detach()
+	ev := newEvent(EventKilled, "Task successfully killed")
+	if res != nil {
+		ev.Message += "; " + exitMessage(res)
+		ev.ExitCode, ev.Signal = res.ExitCode, res.Signal
+	}
+	tr.emit(ev)
+	tr.setRunning(nil)
+	tr.setHandle(nil)
+}
+
+func (tr *TaskRunner) runExited(ctx context.Context, res *driver.ExitResult) {
+	for _, h := range tr.hooks {
+		if eh, ok := h.(ExitedHook); ok {
+			if err := eh.Exited(ctx, tr.req, res); err != nil {
+				tr.logger.Warn("exited hook", "hook", h.Name(), "error", err)
+			}
+		}
+	}
+}
+
+// finish marks the task dead for good and runs the stop hooks.
+func (tr *TaskRunner) finish(ctx context.Context, failed bool, _ string) {
+	for i := len(tr.hooks) - 1; i >= 0; i-- {
+		if sh, ok := tr.hooks[i].(StopHook); ok {
+			if err := sh.Stop(ctx, tr.req); err != nil {
+				tr.logger.Warn("stop hook", "hook", tr.hooks[i].Name(), "error", err)
+			}
+		}
+	}
+	tr.setRunning(nil)
+	tr.setState(func(s *state.TaskState) {
+		s.State = state.TaskStateDead
+		s.Failed = failed
+		s.FinishedAt = time.Now()
+	})
+}
