@@ -126,9 +126,10 @@ func StartInProcess(t testing.TB, cfg sdk.Config) *Plugin {
 	ctx, cancel := context.WithCancel(context.Background())
 	errCh := make(chan error, 1)
 	go func() { errCh <- sdk.ServeStandalone(ctx, cfg) }()
+	startFailed := false // reported once, by Fatalf below
 	t.Cleanup(func() {
 		cancel()
-		if err := <-errCh; err != nil {
+		if err := <-errCh; err != nil && !startFailed {
 			t.Errorf("sdktest: in-process plugin: %v", err)
 		}
 	})
@@ -137,6 +138,7 @@ func StartInProcess(t testing.TB, cfg sdk.Config) *Plugin {
 	select {
 	case err := <-errCh:
 		errCh <- err
+		startFailed = true
 		t.Fatalf("sdktest: in-process plugin stopped at start: %v", err)
 	default:
 	}

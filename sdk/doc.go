@@ -1,0 +1,105 @@
+// Package sdk is what a pluginhost plugin author imports. A plugin is one
+// binary with one entry point, Serve (or Main), and it runs in two modes:
+//
+//   - Launched by pluginhost it speaks HashiCorp go-plugin over gRPC and serves
+//     the CSI Identity/Controller/Node services, plus anything Config.Register
+//     adds, on go-plugin's unix socket.
+//   - Launched any other way (Nomad raw_exec, a Kubernetes pod, a terminal) it
+//     is an ordinary CSI driver listening on --endpoint or $CSI_ENDPOINT.
+//
+// The author writes csi.IdentityServer (and optionally Controller/Node
+// servers), fills a Config and calls Main; nothing in the plugin depends on
+// which mode it runs in. sdk/sdktest starts a plugin for tests in either mode.
+//
+// # The launch contract
+//
+// This is what pluginhost's go_plugin driver relies on; the constants live in
+// protocol.go so that host and plugin read them from one place.
+//
+// Environment set by the host:
+//
+//	PLUGINHOST_PLUGIN=b3f1c0e2-csi-plugin-7d4a9e61   go-plugin's handshake cookie (MagicCookieKey/Value).
+//	                                                  Its presence selects plugin mode.
+//	PLUGIN_PROTOCOL_VERSIONS=1[,2...]                 versions the host speaks; the plugin picks the
+//	                                                  newest one it also speaks.
+//	PLUGIN_UNIX_SOCKET_DIR=<alloc socket dir>         directory the agent chose for this allocation; the
+//	                                                  plugin creates its socket, with a random name,
+//	                                                  inside it. The whole path must fit in 107 bytes.
+//	PLUGINHOST_LOG_LEVEL=trace|debug|info|warn|error  level of the plugin's logger (default info).
+//	PLUGINHOST_LOG_FILE=<path>                        file the plugin appends its JSON log lines to.
+//
+// In standalone mode only CSI_ENDPOINT=unix:///path/csi.sock (or --endpoint,
+// which wins) matters; "unix:/path" and a bare path are accepted too.
+//
+// go-plugin's AutoMTLS (PLUGIN_CLIENT_CERT) and broker multiplexing
+// (PLUGIN_MULTIPLEX_GRPC) are refused: the plugin unsets them before serving,
+// because pluginhost's CSI code dials the socket with a plain gRPC client and
+// TLS or yamux on the socket would lock it out. A host that asks for them gets
+// a handshake error from go-plugin, not a silently unreachable plugin.
+//
+// Handshake: the first and only line the plugin writes to stdout in plugin
+// mode is go-plugin's
+//
+//	1|<negotiated version>|unix|<socket path>|grpc|
+//
+// (core protocol 1, no server certificate). Nothing may be printed to stdout
+// before it, which is why NewLogger never writes to stdout.
+//
+// The host starts the plugin with setsid (its own session and process group),
+// so signals aimed at the agent's process group, a terminal hangup among them,
+// do not reach it.
+//
+// # Versions
+//
+// Host and plugin use go-plugin's VersionedPlugins. HostPlugins lists every
+// version the host speaks; the plugin serves the newest version offered that
+// it also speaks, so a newer pluginhost keeps driving older plugins. On
+// reattach go-plugin does no negotiation and dispenses only from
+// ClientConfig.Plugins (go-plugin #310): the host saves the negotiated version
+// with its reattach record and passes HostPluginSet(version). A new protocol
+// version is added by a new entry in both maps, never by changing version 1.
+//
+// # When the host dies
+//
+// The plugin keeps serving: only the host's Shutdown RPC (go-plugin's Kill),
+// SIGTERM or SIGKILL stop it. Three things would otherwise kill or wedge it:
+//
+//   - SIGPIPE. Its stdout and stderr are pipes to a dead process; Go dies on
+//     the first write to a broken fd 1 or 2. Serve ignores SIGPIPE.
+//   - Blocking stdio. go-plugin's own Serve swaps os.Stdout and os.Stderr for
+//     pipes drained only while a host streams stdio, so the 64 KiB-th byte
+//     blocks the plugin. This package runs go-plugin's server without that
+//     swap and instead replaces os.Stdout and os.Stderr with non-blocking
+//     writers on their own file descriptions: a write to a full pipe fails
+//     with EAGAIN, to an orphaned one with EPIPE; it never waits. The cost is
+//     that output beyond what the pipe holds is dropped when the reader does
+//     not keep up; anything that must survive belongs in the log.
+//   - Lost logs. NewLogger appends every line to PLUGINHOST_LOG_FILE and
+//     writes it to stderr best-effort, so the file has everything even while
+//     no host is reading stderr.
+//
+// SIGINT is ignored in plugin mode (the host owns the plugin's lifetime, as in
+// go-plugin); SIGTERM stops it gracefully in both modes: GracefulStop, then
+// Stop after Config.StopTimeout. In standalone mode SIGINT does the same. A
+// standalone plugin removes a stale socket at its endpoint before listening
+// (never a live one, never a non-socket) and its own socket on exit; in plugin
+// mode go-plugin removes its socket on a clean stop, and a SIGKILLed plugin's
+// socket is left for the host to clear with the allocation's socket dir.
+//
+// # Logging
+//
+// NewLogger returns an hclog.Logger writing JSON lines with @level, @message,
+// @module and @timestamp. go-plugin's host side parses those lines from the
+// plugin's stderr and re-logs them at their level under the plugin's name.
+//
+// # Invariants
+//
+//   - Both modes serve the same services: Identity (required), Controller and
+//     Node when set, Register's extras, grpc.health.v1.Health ("plugin" is
+//     SERVING) and gRPC reflection.
+//   - sdk never imports host; host imports sdk only for this contract.
+//   - The only process-wide state Serve touches is what a plugin process owns
+//     anyway: signal dispositions, os.Stdout/os.Stderr in plugin mode, and the
+//     two go-plugin variables above. ServeStandalone touches none of it, so it
+//     is safe in a test process.
+package sdk

@@ -1,0 +1,192 @@
+package sdktest_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/pluginhost/pluginhost/sdk"
+	"github.com/pluginhost/pluginhost/sdk/internal/testbins"
+	"github.com/pluginhost/pluginhost/sdk/internal/testcsi"
+	"github.com/pluginhost/pluginhost/sdk/sdktest"
+)
+
+var bins *testbins.Bins
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	b, err := testbins.Build()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(b.Dir)
+	bins = b
+	return m.Run()
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestStartSubprocess(t *testing.T) {
+	logFile := filepath.Join(t.TempDir(), "plugin.log")
+	p := sdktest.Start(t, bins.TestPlugin, sdktest.WithEnv(sdk.EnvLogFile+"="+logFile))
+	ctx := ctxT(t)
+
+	info, err := p.Identity.GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
+	if err != nil || info.GetName() != testcsi.Name {
+		t.Fatalf("GetPluginInfo = %v, %v", info, err)
+	}
+	ni, err := p.Node.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})
+	if err != nil || ni.GetNodeId() != strconv.Itoa(p.Pid) || p.Pid == os.Getpid() {
+		t.Fatalf("NodeGetInfo = %v, %v; want the subprocess pid %d", ni, err, p.Pid)
+	}
+	// testplugin has no Controller: the client exists, the service does not.
+	_, err = p.Controller.ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{})
+	if status.Code(err) != codes.Unimplemented {
+		t.Fatalf("ControllerGetCapabilities = %v, want Unimplemented", err)
+	}
+	// WithEnv reached the plugin.
+	b, err := os.ReadFile(logFile)
+	if err != nil || !strings.Contains(string(b), "serving under go-plugin") {
+		t.Fatalf("plugin log %s = %q, %v", logFile, b, err)
+	}
+}
+
+func TestStartInProcess(t *testing.T) {
+	id := &testcsi.Identity{}
+	p := sdktest.StartInProcess(t, sdk.Config{Name: "inproc", Identity: id})
+	ctx := ctxT(t)
+	for range 2 {
+		if _, err := p.Identity.Probe(ctx, &csi.ProbeRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := id.Probes.Load(); got != 2 {
+		t.Fatalf("in-process server saw %d probes, want 2", got)
+	}
+	if p.Client != nil || p.Pid != os.Getpid() {
+		t.Fatalf("in-process plugin: Client %v, Pid %d", p.Client, p.Pid)
+	}
+}
+
+// fakeTB records cleanups and failures; Fatalf ends the calling goroutine
+// as testing.T does, so a harness failure can be observed from outside.
+type fakeTB struct {
+	testing.TB
+	mu       sync.Mutex
+	cleanups []func()
+	failures []string
+}
+
+func (f *fakeTB) Helper() {}
+
+func (f *fakeTB) Cleanup(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cleanups = append(f.cleanups, fn)
+}
+
+func (f *fakeTB) Errorf(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failures = append(f.failures, fmt.Sprintf(format, args...))
+}
+
+func (f *fakeTB) Fatalf(format string, args ...any) {
+	f.Errorf(format, args...)
+	runtime.Goexit()
+}
+
+// run calls body in its own goroutine, then runs the cleanups in reverse, as
+// the testing package does for a test that ends (or fails) there.
+func (f *fakeTB) run(body func(tb testing.TB)) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		body(f)
+	}()
+	<-done
+	for i := len(f.cleanups) - 1; i >= 0; i-- {
+		f.cleanups[i]()
+	}
+}
+
+func processGone(pid int) bool {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return true
+	}
+	defer unix.Close(fd)
+	n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+	return err == nil && n == 1
+}
+
+func TestCleanupAfterFailingTest(t *testing.T) {
+	f := &fakeTB{TB: t}
+	var pid int
+	var sock string
+	f.run(func(tb testing.TB) {
+		p := sdktest.Start(tb, bins.TestPlugin)
+		pid, sock = p.Pid, p.SocketPath
+		tb.Fatalf("the author's assertion failed")
+	})
+	if pid == 0 || len(f.failures) != 1 {
+		t.Fatalf("pid %d, failures %q", pid, f.failures)
+	}
+	// go-plugin's Kill reaps its child, so the pid is gone, not a zombie.
+	if !processGone(pid) {
+		t.Fatalf("plugin %d still running after cleanup", pid)
+	}
+	if _, err := os.Stat(filepath.Dir(sock)); !os.IsNotExist(err) {
+		t.Fatalf("socket dir %s left behind: %v", filepath.Dir(sock), err)
+	}
+}
+
+func TestInProcessCleanupStopsServing(t *testing.T) {
+	f := &fakeTB{TB: t}
+	var sock string
+	f.run(func(tb testing.TB) {
+		p := sdktest.StartInProcess(tb, sdk.Config{Identity: &testcsi.Identity{}})
+		sock = p.SocketPath
+		tb.Fatalf("fail")
+	})
+	if sock == "" || len(f.failures) != 1 {
+		t.Fatalf("socket %q, failures %q", sock, f.failures)
+	}
+	if _, err := os.Stat(sock); !os.IsNotExist(err) {
+		t.Fatalf("socket %s left behind: %v", sock, err)
+	}
+}
+
+func TestStartFailuresAreReported(t *testing.T) {
+	f := &fakeTB{TB: t}
+	f.run(func(tb testing.TB) { sdktest.Start(tb, "/bin/false") })
+	if len(f.failures) != 1 || !strings.Contains(f.failures[0], "/bin/false") {
+		t.Fatalf("failures = %q", f.failures)
+	}
+
+	f = &fakeTB{TB: t}
+	f.run(func(tb testing.TB) { sdktest.StartInProcess(tb, sdk.Config{Name: "no identity"}) })
+	if len(f.failures) == 0 {
+		t.Fatal("StartInProcess accepted a Config without Identity")
+	}
+}
