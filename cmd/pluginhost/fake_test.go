@@ -77,6 +77,10 @@ func (f *fakeAgent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegis
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	resp := &api.JobRegisterResponse{JobID: job.ID}
+	if _, ok := f.jobs[job.ID]; ok {
+		// A re-submission: the fake treats it as unchanged.
+		return resp, nil
+	}
 	crash := strings.HasPrefix(job.ID, "crash")
 	f.jobs[job.ID] = &api.Job{ID: job.ID, Name: job.Name, Type: job.Type, Status: api.JobStatusRunning,
 		SubmitTime: t0.UnixNano()}
@@ -138,10 +142,26 @@ func (f *fakeAgent) Jobs(ctx context.Context) ([]*api.JobListStub, error) {
 func (f *fakeAgent) Job(ctx context.Context, id string) (*api.Job, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if j, ok := f.jobs[id]; ok {
-		return j, nil
+	j, ok := f.jobs[id]
+	if !ok {
+		return nil, api.ErrNotFound
 	}
-	return nil, api.ErrNotFound
+	out := *j
+	out.JobSummary = &api.JobSummary{JobID: id, Summary: map[string]api.TaskGroupSummary{}}
+	for _, a := range f.allocs {
+		if a.JobID != id {
+			continue
+		}
+		s := out.JobSummary.Summary[a.TaskGroup]
+		switch a.ClientStatus {
+		case api.AllocClientStatusRunning:
+			s.Running++
+		case api.AllocClientStatusFailed:
+			s.Failed++
+		}
+		out.JobSummary.Summary[a.TaskGroup] = s
+	}
+	return &out, nil
 }
 
 func (f *fakeAgent) Allocs(ctx context.Context, jobID string) ([]*api.AllocListStub, error) {

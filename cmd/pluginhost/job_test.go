@@ -121,6 +121,7 @@ func TestJobStatusAndStop(t *testing.T) {
 
 	r = runCLI(t, ctx, addr, "job", "status", "sleep")
 	for _, want := range []string{"ID          = sleep", "Status      = running", "Allocations\n",
+		"Summary\nTask Group  Queued  Starting  Running  Failed  Complete  Lost\nsleepers    0       0         2        0       0         0\n",
 		"ID        Job ID  Task Group  Desired  Status   Created   Modified",
 		"00000001  sleep   sleepers    run      running  1h0m ago  1h0m ago"} {
 		if !strings.Contains(r.stdout, want) {
@@ -159,5 +160,18 @@ func TestJobValidate(t *testing.T) {
 	r = runCLI(t, ctx, "", "job", "validate", bad)
 	if r.code != 1 || !strings.Contains(r.stderr, bad+":2:3: Unsupported argument") {
 		t.Errorf("invalid file: %+v", r)
+	}
+}
+
+func TestJobRunUnchanged(t *testing.T) {
+	_, addr := startAgent(t)
+	ctx := testCtx(t)
+	if r := runCLI(t, ctx, addr, "job", "run", exampleJob); r.code != 0 {
+		t.Fatalf("first run: %+v", r)
+	}
+	r := runCLI(t, ctx, addr, "job", "run", exampleJob)
+	if r.code != 0 || !strings.Contains(r.stdout, `Job "sleep" is unchanged`) ||
+		!strings.Contains(r.stdout, "allocations 2 running") || strings.Contains(r.stdout, "Monitoring") {
+		t.Errorf("second run: %+v", r)
 	}
 }

@@ -18,6 +18,13 @@ var version = "0.1.0-dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// After the first signal, restore the default handlers so that a
+	// second Ctrl-C kills a command that is slow to wind down. The
+	// goroutine ends with ctx, which stop() below also ends.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	ui := &cli.BasicUi{Reader: os.Stdin, Writer: os.Stdout, ErrorWriter: os.Stderr}
 	code := run(ctx, os.Args[1:], ui, os.Stdout, os.Stderr, os.Getenv)
 	stop()
