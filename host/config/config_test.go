@@ -1,0 +1,279 @@
+package config
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+
+	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
+)
+
+const examplePath = "../../config.hcl.example"
+
+func TestExampleConfigParses(t *testing.T) {
+	c, err := ParseFile(examplePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, _ := filepath.Abs("../..")
+	want := &Config{
+		DataDir:    "/var/lib/pluginhost",
+		LogLevel:   "info",
+		Addr:       "unix:///var/lib/pluginhost/pluginhost.sock",
+		NodeName:   "node-1",
+		Datacenter: "dc1",
+		Jobs:       []string{filepath.Join(repo, "examples", "demo.hcl")},
+		CSI:        CSIConfig{FingerprintInterval: 30 * time.Second, ProbeTimeout: 5 * time.Second},
+		Plugin:     PluginConfig{SocketDir: "/run/pluginhost"},
+		SourcePath: filepath.Join(repo, "config.hcl.example"),
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("got  %+v\nwant %+v", c, want)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+}
+
+// TestExampleDocumentsEveryKey keeps config.hcl.example complete: every key
+// of every schema is set in it, with a comment line right above.
+func TestExampleDocumentsEveryKey(t *testing.T) {
+	src, err := os.ReadFile(examplePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, diags := hclparse.NewParser().ParseHCL(src, examplePath)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	lines := strings.Split(string(src), "\n")
+	commented := func(line int) bool { // 1-based line of the key
+		return line >= 2 && strings.HasPrefix(strings.TrimSpace(lines[line-2]), "#")
+	}
+	root, diags := f.Body.Content(rootSchema)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	for _, a := range rootSchema.Attributes {
+		attr := root.Attributes[a.Name]
+		if attr == nil {
+			t.Errorf("%s is not in the example", a.Name)
+		} else if !commented(attr.Range.Start.Line) {
+			t.Errorf("%s has no comment above it", a.Name)
+		}
+	}
+	blockSchemas := map[string][]string{"csi": names(csiSchema.Attributes), "plugin": names(pluginSchema.Attributes)}
+	for _, b := range root.Blocks {
+		attrs, diags := b.Body.JustAttributes()
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		for _, n := range blockSchemas[b.Type] {
+			if attrs[n] == nil {
+				t.Errorf("%s.%s is not in the example", b.Type, n)
+			} else if !commented(attrs[n].Range.Start.Line) {
+				t.Errorf("%s.%s has no comment above it", b.Type, n)
+			}
+		}
+		delete(blockSchemas, b.Type)
+	}
+	for b := range blockSchemas {
+		t.Errorf("block %s is not in the example", b)
+	}
+}
+
+func TestRelativePathsResolveAgainstConfigDir(t *testing.T) {
+	c, err := ParseFile(filepath.Join("testdata", "good", "relative.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := filepath.Abs(filepath.Join("testdata", "good"))
+	if c.DataDir != filepath.Join(dir, "state") {
+		t.Errorf("DataDir = %q", c.DataDir)
+	}
+	if !reflect.DeepEqual(c.Jobs, []string{filepath.Join(dir, "sleep.hcl")}) {
+		t.Errorf("Jobs = %q", c.Jobs)
+	}
+	if c.LogLevel != "debug" || !c.LogJSON || c.NodeName != "n1" || c.Datacenter != "west" {
+		t.Errorf("values not read: %+v", c)
+	}
+	network, addr, err := c.APIListenAddr()
+	if err != nil || network != "tcp" || addr != "localhost:0" {
+		t.Errorf("APIListenAddr = %q %q %v", network, addr, err)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "agent.hcl")
+	if err := os.WriteFile(path, []byte(`data_dir = "`+dir+`"`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	if c.LogLevel != "info" || c.LogJSON || c.Datacenter != "dc1" || c.NodeName != host || c.DevMode {
+		t.Errorf("defaults: %+v", c)
+	}
+	if c.CSI.FingerprintInterval != 30*time.Second || c.CSI.ProbeTimeout != DefaultProbeTimeout {
+		t.Errorf("csi defaults: %+v", c.CSI)
+	}
+	network, addr, err := c.APIListenAddr()
+	if err != nil || network != "unix" || addr != filepath.Join(dir, APISocketName) {
+		t.Errorf("APIListenAddr = %q %q %v", network, addr, err)
+	}
+	if got := c.PluginSocketDir(); got != filepath.Join(dir, "sockets") {
+		t.Errorf("PluginSocketDir = %q", got)
+	}
+}
+
+// TestSocketLimitIsReal binds real unix sockets to show that the limit the
+// parser enforces is the kernel's: a data_dir whose default API socket is
+// exactly MaxSocketPathLen bytes binds, one byte more is refused at parse
+// time with a located error.
+func TestSocketLimitIsReal(t *testing.T) {
+	base := t.TempDir()
+	dataDir := func(total int) string {
+		// total is the socket path length; pad data_dir to reach it.
+		pad := total - len(base) - len("/") - len("/"+APISocketName)
+		return filepath.Join(base, strings.Repeat("d", pad))
+	}
+	ok := dataDir(MaxSocketPathLen)
+	if err := os.MkdirAll(ok, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c := Dev()
+	c.DataDir = ok
+	network, addr, err := c.APIListenAddr()
+	if err != nil {
+		t.Fatalf("path of exactly %d bytes refused: %v", MaxSocketPathLen, err)
+	}
+	l, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatalf("kernel refused a %d-byte socket path: %v", len(addr), err)
+	}
+	t.Cleanup(func() { l.Close() })
+
+	tooLong := dataDir(MaxSocketPathLen + 1)
+	if err := os.MkdirAll(tooLong, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := net.Listen("unix", filepath.Join(tooLong, APISocketName)); err == nil {
+		t.Fatalf("kernel accepted a %d-byte socket path; the limit constant is wrong", MaxSocketPathLen+1)
+	}
+	cfg := filepath.Join(base, "agent.hcl")
+	if err := os.WriteFile(cfg, []byte("data_dir = \""+tooLong+"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ParseFile(cfg)
+	var de *hclstrict.DiagnosticsError
+	if !errors.As(err, &de) || de.Diags[0].Subject.Start.Line != 1 {
+		t.Fatalf("want a located error for the long data_dir, got %v", err)
+	}
+	c.DataDir = tooLong
+	if _, _, err := c.APIListenAddr(); err == nil {
+		t.Error("APIListenAddr accepted a socket path over the limit")
+	}
+}
+
+func TestPluginSocketDirFallback(t *testing.T) {
+	c := Dev()
+	c.DataDir = "/var/lib/" + strings.Repeat("x", MaxSocketDirLen)
+	got := c.PluginSocketDir()
+	if len(got) > MaxSocketDirLen || !strings.HasPrefix(got, "/tmp/pluginhost-") {
+		t.Errorf("fallback %q: want a short /tmp/pluginhost-<hash>", got)
+	}
+	if again := c.PluginSocketDir(); again != got {
+		t.Errorf("fallback not stable: %q then %q", got, again)
+	}
+	other := Dev()
+	other.DataDir = c.DataDir + "y"
+	if other.PluginSocketDir() == got {
+		t.Error("two data dirs share one socket dir")
+	}
+	c.Plugin.SocketDir = "/run/ph"
+	if c.PluginSocketDir() != "/run/ph" {
+		t.Error("socket_dir not honoured")
+	}
+}
+
+func TestDevAndValidate(t *testing.T) {
+	c := Dev()
+	if !c.DevMode || c.DataDir != "" || c.SourcePath != "" {
+		t.Errorf("Dev() = %+v", c)
+	}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "data_dir is required") {
+		t.Errorf("Validate without data dir: %v", err)
+	}
+	c.DataDir = t.TempDir()
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	c.LogLevel = "loud"
+	c.Addr = "10.0.0.1:80"
+	c.CSI.ProbeTimeout = 0
+	err := c.Validate()
+	for _, want := range []string{"log_level", "loopback", "probe_timeout"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate error %v does not mention %s", err, want)
+		}
+	}
+}
+
+func TestParseAddr(t *testing.T) {
+	for _, tc := range []struct {
+		in, network, address string
+		ok                   bool
+	}{
+		{"unix:///run/ph.sock", "unix", "/run/ph.sock", true},
+		{"unix:///run/../run/ph.sock", "unix", "/run/ph.sock", true},
+		{"127.0.0.1:4646", "tcp", "127.0.0.1:4646", true},
+		{"127.0.0.2:4646", "tcp", "127.0.0.2:4646", true},
+		{"[::1]:4646", "tcp", "[::1]:4646", true},
+		{"localhost:0", "tcp", "localhost:0", true},
+		{"0.0.0.0:4646", "", "", false},
+		{"[::]:4646", "", "", false},
+		{"192.168.1.1:4646", "", "", false},
+		{"example.com:4646", "", "", false},
+		{":4646", "", "", false},
+		{"127.0.0.1", "", "", false},
+		{"127.0.0.1:http", "", "", false},
+		{"127.0.0.1:-1", "", "", false},
+		{"unix://run/ph.sock", "", "", false},
+		{"unix:///" + strings.Repeat("s", MaxSocketPathLen), "", "", false},
+		{"tcp://127.0.0.1:1", "", "", false},
+		{"", "", "", false},
+	} {
+		n, a, err := parseAddr(tc.in)
+		if (err == nil) != tc.ok || n != tc.network || a != tc.address {
+			t.Errorf("parseAddr(%q) = %q %q %v; want %q %q ok=%v", tc.in, n, a, err, tc.network, tc.address, tc.ok)
+		}
+	}
+}
+
+func TestParseFileIOErrors(t *testing.T) {
+	if _, err := ParseFile(filepath.Join(t.TempDir(), "nope.hcl")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := ParseFile(t.TempDir()); err == nil {
+		t.Error("directory accepted as config file")
+	}
+}
+
+func names(attrs []hcl.AttributeSchema) []string {
+	out := make([]string, len(attrs))
+	for i, a := range attrs {
+		out[i] = a.Name
+	}
+	return out
+}

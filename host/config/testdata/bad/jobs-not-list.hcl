@@ -1,0 +1,3 @@
+# want: 3:8: Incorrect attribute value type
+data_dir = "/var/lib/pluginhost"
+jobs = { demo = "demo.hcl" }

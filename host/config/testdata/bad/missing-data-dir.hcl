@@ -1,0 +1,2 @@
+# want: 1:1: Missing data_dir
+log_level = "info"

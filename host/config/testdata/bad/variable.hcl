@@ -1,0 +1,2 @@
+# want: 2:15: Variables not allowed
+data_dir = "${HOME}/pluginhost"

@@ -1,0 +1,8 @@
+job "sleep" {
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config { command = "/bin/sleep" }
+    }
+  }
+}
