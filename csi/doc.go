@@ -1,0 +1,85 @@
+// Package csi is pluginhost's side of the Container Storage Interface: a
+// client for one plugin socket, the fingerprinting of plugin allocations,
+// and the Manager that keeps one fingerprinter per active allocation by
+// following the plugin registry (package dynamic). It imports only dynamic,
+// the CSI spec, gRPC and hclog; the agent (host) builds on it.
+//
+// # Client
+//
+// Client speaks the spec's Identity, Controller and Node services over a
+// unix socket it dials itself (so any path works, whatever characters it
+// holds). pluginhost's sdk plugins serve these services directly on their
+// go-plugin socket, and standalone drivers on CSI_ENDPOINT, so one client
+// serves both. The wrapper is thin on purpose: spec request in, spec
+// response out. What it adds:
+//
+//   - Timeouts. The caller's context bounds the whole call; a context
+//     without a deadline gets ClientConfig.CallTimeout. Each attempt also
+//     gets RetryPolicy.AttemptTimeout, so a hung attempt becomes a
+//     retryable DEADLINE_EXCEEDED instead of eating the caller's budget.
+//   - Retries, only for ABORTED, UNAVAILABLE and DEADLINE_EXCEEDED (see
+//     Retryable), with capped exponential backoff and equal jitter. The
+//     doubling stops at the cap, so no attempt number can overflow the
+//     wait (swarmkit's `100ms << attempt` went negative at attempt 37).
+//     A call gives up early when its remaining budget cannot cover the next
+//     wait. Every CSI RPC is idempotent by the spec, which is what makes
+//     retrying mutating ones safe.
+//   - Errors wrapped with method, socket and attempt count; the gRPC status
+//     stays reachable (status.Code, errors.As), and a cancelled caller's
+//     context error stays reachable with errors.Is.
+//   - The socket path checked against sun_path (107 bytes on Linux) up
+//     front, with an error naming the path and the limit: too long a path
+//     otherwise shows up only as dial timeouts (Nomad #24295).
+//   - A short gRPC reconnect backoff (at most 1s instead of 2 minutes), so a
+//     plugin restarted on the same socket is reached again within retries.
+//
+// # Fingerprints and instance managers
+//
+// An instance manager fingerprints one allocation of one type
+// (csi-controller or csi-node; a monolith is registered as both and gets
+// two). GetPluginInfo, GetPluginCapabilities and, for nodes, NodeGetInfo
+// describe the driver binary and are asked until they succeed once; Probe
+// and Controller/NodeGetCapabilities are the health check, asked at once
+// when the instance starts, then every FingerprintInterval, and whenever
+// Manager.Refresh asks. A fingerprint never fails: its result, Fingerprint,
+// is healthy or unhealthy with the reason in HealthDescription. Probe
+// without `ready` means ready; ready=false means "starting" (unhealthy, not
+// an error). Capability lists are rendered as sorted, deduplicated names;
+// values the spec's Go bindings do not know become "UNKNOWN(n)", entries
+// with nil fields are skipped, so odd real-world drivers fingerprint fine.
+//
+// Each instance manager owns one goroutine. Stopping it cancels a
+// fingerprint in flight, waits for the goroutine, records a final
+// unhealthy fingerprint with the reason and closes the client; a stopped
+// instance never publishes again, so the final state stays final.
+//
+// # Manager
+//
+// The Manager holds one slot per (type, plugin name), filled by the
+// registry's active allocation. Start uses Registry.Watch, which returns the
+// active allocations and a subscription atomically, so restored plugins are
+// fingerprinted at start and no change falls between the listing and the
+// events. One goroutine then applies events in registry order:
+// Registered/Activated/Updated with Active set start a new instance in the
+// slot (fingerprinted at once, not at the next interval: Nomad users waited
+// up to 30s, #7296) and stop the one it displaces; Deregistered of the
+// slot's allocation stops and removes it. Nothing polls the registry.
+//
+// WaitReady takes the registry's active allocations at the time of the call
+// and waits, on a broadcast channel closed at every state change, until each
+// has finished its first fingerprint (healthy or not) or is no longer active.
+// The agent uses it to report ready after a restart (Nomad #7200, #13028).
+//
+// OnHealthChange reports an allocation's first fingerprint, every flip of
+// its health, and the final "agent shutting down" at Shutdown; a displaced
+// or deregistered allocation is not reported, as its supervisor already
+// says so. The callback runs with no manager lock held.
+//
+// Lock order: Manager.mu, then an instance's mu; an instance never calls out
+// (callbacks, broadcasts) with its own lock held, and instances are stopped
+// outside Manager.mu, so stopping never waits on a goroutine that needs a
+// lock the stopper holds.
+//
+// Shutdown stops the event goroutine and every instance, and leaves the
+// final fingerprints readable through Plugins.
+package csi
