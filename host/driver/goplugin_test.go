@@ -1,0 +1,175 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/hashicorp/go-hclog"
+	"github.com/pluginhost/pluginhost/sdk"
+	"google.golang.org/grpc"
+)
+
+func newGoPlugin(t *testing.T, w *Watcher) *GoPlugin {
+	t.Helper()
+	d, err := NewGoPlugin(GoPluginConfig{
+		Watcher: w, Handshake: sdk.Handshake(), PluginSets: sdk.HostPlugins(), Dispense: sdk.PluginCSI,
+		StartTimeout: 20 * time.Second, Logger: hclog.NewNullLogger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// startPlugin launches testplugin with stderr going to a file.
+func startPlugin(t *testing.T, d *GoPlugin, extraEnv ...string) (PluginTask, string) {
+	t.Helper()
+	dir := t.TempDir()
+	sockDir := filepath.Join(dir, "s")
+	if err := os.Mkdir(sockDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	errPath := filepath.Join(dir, "stderr")
+	errFile, err := os.Create(errPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errFile.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	task, err := d.Start(ctx, &StartRequest{
+		Command: testPlugin, Env: append([]string{"PATH=/usr/bin:/bin"}, extraEnv...),
+		SocketDir: sockDir, Stdout: errFile, Stderr: errFile,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	killOnCleanup(t, task.Handle().Pid)
+	t.Cleanup(task.Detach)
+	return task.(PluginTask), errPath
+}
+
+func pluginName(t *testing.T, dispensed any) string {
+	t.Helper()
+	conn := dispensed.(*grpc.ClientConn)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := csipb.NewIdentityClient(conn).GetPluginInfo(ctx, &csipb.GetPluginInfoRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetName()
+}
+
+func TestGoPluginStartReattachKill(t *testing.T) {
+	w := newWatcher(t)
+	d := newGoPlugin(t, w)
+	task, _ := startPlugin(t, d)
+	if got := pluginName(t, task.Dispensed()); got != "testplugin.pluginhost" {
+		t.Fatalf("GetPluginInfo name %q", got)
+	}
+	h := task.Handle()
+	if h.Reattach == nil || h.Reattach.ProtocolVersion != sdk.ProtocolVersion || h.Reattach.Network != "unix" {
+		t.Fatalf("reattach record %+v", h.Reattach)
+	}
+	if !strings.HasPrefix(h.SocketPath, filepath.Dir(h.SocketPath)) || len(h.SocketPath) > 107 {
+		t.Fatalf("socket path %q", h.SocketPath)
+	}
+	task.Detach() // agent restart: the plugin keeps serving
+
+	d2 := newGoPlugin(t, newWatcher(t))
+	re, err := d2.Recover(context.Background(), h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if re.Handle().Pid != h.Pid {
+		t.Fatalf("re-adopted pid %d, want %d", re.Handle().Pid, h.Pid)
+	}
+	if got := pluginName(t, re.(PluginTask).Dispensed()); got != "testplugin.pluginhost" {
+		t.Fatalf("after reattach GetPluginInfo name %q", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := re.Kill(ctx, syscall.SIGTERM, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, h.Pid, 5*time.Second)
+}
+
+func TestGoPluginReattachRefusesStranger(t *testing.T) {
+	d := newGoPlugin(t, newWatcher(t))
+	task, _ := startPlugin(t, d)
+	h := task.Handle()
+	h.StartTime--
+	if _, err := d.Recover(context.Background(), h, nil); err == nil {
+		t.Fatal("reattached to a process with another start time")
+	}
+	if !alive(h.Pid) {
+		t.Fatal("the process was signalled")
+	}
+	h = task.Handle()
+	h.Reattach.ProtocolVersion = 99
+	if _, err := d.Recover(context.Background(), h, nil); err == nil || !strings.Contains(err.Error(), "version 99") {
+		t.Fatalf("Recover with unknown protocol version = %v", err)
+	}
+}
+
+// TestGoPluginBadStderrCannotReachParser proves that a plugin's stderr line
+// {"@message": 42}, which panics go-plugin v1.8's log parser, goes to the
+// task's log instead: the test process would die of the panic otherwise.
+func TestGoPluginBadStderrCannotReachParser(t *testing.T) {
+	d := newGoPlugin(t, newWatcher(t))
+	task, errPath := startPlugin(t, d, "TESTPLUGIN_BAD_STDERR=1")
+	if got := pluginName(t, task.Dispensed()); got == "" {
+		t.Fatal("no name")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := task.Kill(ctx, syscall.SIGTERM, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(errPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(b, []byte(`{"@message": 42}`)); n < 1 {
+		t.Fatalf("the plugin's stderr line is not in its log file:\n%s", b)
+	}
+}
+
+func TestGoPluginEnvironmentIsExplicit(t *testing.T) {
+	t.Setenv("PLUGINHOST_TEST_LEAK", "agent-secret")
+	d := newGoPlugin(t, newWatcher(t))
+	task, _ := startPlugin(t, d, "ONLY_THIS=1")
+	b, err := os.ReadFile("/proc/" + itoa(task.Handle().Pid) + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := string(b)
+	if strings.Contains(env, "PLUGINHOST_TEST_LEAK") {
+		t.Fatal("the agent's environment leaked into the plugin")
+	}
+	if !strings.Contains(env, "ONLY_THIS=1") || !strings.Contains(env, sdk.MagicCookieKey+"=") {
+		t.Fatalf("plugin environment lacks the task's or go-plugin's variables: %q", env)
+	}
+}
+
+func TestGoPluginChecksumMismatch(t *testing.T) {
+	d := newGoPlugin(t, newWatcher(t))
+	_, err := d.Start(context.Background(), &StartRequest{
+		Command: testPlugin, SocketDir: t.TempDir(), Checksum: "sha256:" + strings.Repeat("ab", 32),
+	})
+	if err == nil || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("Start = %v, want checksum mismatch", err)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,45 @@
+// Command testplugin is a minimal sdk plugin for the go_plugin driver
+// tests. With TESTPLUGIN_BAD_STDERR=1 it writes {"@message": 42}, a line
+// that panics go-plugin v1.8's stderr log parser, straight to fd 2, before
+// and after the handshake.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/pluginhost/pluginhost/sdk"
+)
+
+type identity struct {
+	csi.UnimplementedIdentityServer
+}
+
+func (identity) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
+	return &csi.GetPluginInfoResponse{Name: "testplugin.pluginhost", VendorVersion: "0.0.1"}, nil
+}
+
+func (identity) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, error) {
+	return &csi.ProbeResponse{}, nil
+}
+
+func (identity) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
+	return &csi.GetPluginCapabilitiesResponse{}, nil
+}
+
+func main() {
+	bad := os.Getenv("TESTPLUGIN_BAD_STDERR") == "1"
+	fd2 := os.NewFile(2, "fd2")
+	if bad {
+		fd2.WriteString("{\"@message\": 42}\n")
+		go func() {
+			// After go-plugin has swapped os.Stderr, fd 2 is still the
+			// process's real stderr.
+			for i := 0; i < 3; i++ {
+				fd2.WriteString("{\"@message\": 42}\n")
+			}
+		}()
+	}
+	sdk.Main(sdk.Config{Name: "testplugin", Identity: identity{}})
+}
