@@ -1,0 +1,143 @@
+package logmon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+var shipper string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "logmonbin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	shipper = filepath.Join(dir, "logmon")
+	if b, err := exec.Command("go", "build", "-o", shipper, "./internal/logmonbin").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build logmon: %v\n%s", err, b)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func files(t *testing.T, dir, prefix string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), prefix) {
+			out = append(out, e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestRotatorCapsSizeAndCount(t *testing.T) {
+	dir := t.TempDir()
+	r, err := NewRotator(dir, "web.stdout", 3, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Repeat("a", 39) + "\n"
+	for range 20 { // 800 bytes → 8 files of 100, only the last 3 kept
+		if _, err := r.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := files(t, dir, "web.stdout.")
+	want := []string{"web.stdout.5", "web.stdout.6", "web.stdout.7"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("files %v, want %v", got, want)
+	}
+	for _, f := range got {
+		fi, _ := os.Stat(filepath.Join(dir, f))
+		if fi.Size() > 100 {
+			t.Fatalf("%s is %d bytes, over the 100-byte cap", f, fi.Size())
+		}
+	}
+	// A restarted shipper continues the series instead of overwriting .0.
+	r2, err := NewRotator(dir, "web.stdout", 3, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if r2.idx != 7 {
+		t.Fatalf("reopened at index %d, want 7", r2.idx)
+	}
+}
+
+func TestRotatorRejectsBadLimits(t *testing.T) {
+	if _, err := NewRotator(t.TempDir(), "x", 0, 10); err == nil {
+		t.Fatal("max files 0 accepted")
+	}
+	if _, err := NewRotator(filepath.Join(t.TempDir(), "missing"), "x", 1, 10); err == nil {
+		t.Fatal("missing dir accepted")
+	}
+}
+
+// TestShipperProcess runs the real shipper process: it must
+// write both streams and exit by itself once the writers are closed.
+func TestShipperProcess(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := Start(ctx, Config{Command: []string{shipper}, Dir: dir, Task: "web", MaxFiles: 2, MaxFileSize: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.CloseWriters()
+		if proc, err := os.FindProcess(p.Pid); err == nil {
+			_ = proc.Kill()
+		}
+	})
+	line := strings.Repeat("o", 99) + "\n"
+	for range 50 {
+		if _, err := p.Stdout.WriteString(line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Stderr.WriteString("oops\n"); err != nil {
+		t.Fatal(err)
+	}
+	p.CloseWriters()
+	select {
+	case <-p.Done():
+	case <-ctx.Done():
+		t.Fatal("shipper did not exit after its pipes closed")
+	}
+	if got := files(t, dir, "web.stdout."); fmt.Sprint(got) != "[web.stdout.3 web.stdout.4]" {
+		t.Fatalf("stdout files %v", got)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "web.stderr.0"))
+	if err != nil || string(b) != "oops\n" {
+		t.Fatalf("stderr file %q, %v", b, err)
+	}
+}
+
+func TestShipperReportsBadDir(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := Start(ctx, Config{Command: []string{shipper}, Dir: "/nonexistent/logs", Task: "web", MaxFiles: 2, MaxFileSize: 1000})
+	if err == nil || !strings.Contains(err.Error(), "log dir") {
+		t.Fatalf("Start with a missing dir = %v, want the shipper's error", err)
+	}
+}
