@@ -18,4 +18,11 @@
 //     hcl reports any reference as "Variables not allowed", so a runtime
 //     placeholder cannot silently end up as literal text in a key that is
 //     never interpolated.
+//
+// Error text is hcl's own diagnostic format (NewDiagnosticTextWriter over the
+// parser's Files) with a "file:line:col: summary" first line and a caret line
+// under the offending range, since hcl only highlights with terminal colours.
+//
+// The corpustest subpackage checks directories of malformed files whose
+// first lines say which diagnostics they must produce and where.
 package hclstrict
