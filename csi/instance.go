@@ -85,9 +85,8 @@ func (im *instanceManager) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			for _, w := range waiting {
-				close(w)
-			}
+			// Requests still waiting get no fingerprint: refresh sees done
+			// and reports the stop.
 			return
 		case <-timer.C:
 		case w := <-im.refreshes:
@@ -169,6 +168,13 @@ func (im *instanceManager) refresh(ctx context.Context) error {
 	select {
 	case <-w:
 		return nil
+	case <-im.done:
+		select {
+		case <-w: // answered just before the stop
+			return nil
+		default:
+			return fmt.Errorf("csi plugin %s (%s, alloc %s): instance stopped during refresh", im.cfg.info.Name, im.cfg.info.Type, im.cfg.info.AllocID)
+		}
 	case <-ctx.Done():
 		return fmt.Errorf("csi plugin %s: refresh: %w", im.cfg.info.Name, ctx.Err())
 	}
@@ -181,8 +187,10 @@ func (im *instanceManager) stop(reason string, announce bool) {
 }
 
 func (im *instanceManager) stopNow(reason string, announce bool) {
-	im.cancel()
-	<-im.done
+	if im.cancel != nil {
+		im.cancel()
+		<-im.done
+	}
 	im.mu.Lock()
 	final := im.fp.Copy()
 	im.mu.Unlock()

@@ -3,6 +3,7 @@ package csi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -410,5 +411,64 @@ func TestManagerSurvivesRegistryShutdown(t *testing.T) {
 func TestNewManagerNeedsRegistry(t *testing.T) {
 	if _, err := NewManager(ManagerConfig{}); err == nil {
 		t.Fatal("NewManager without a registry succeeded")
+	}
+}
+
+// WaitReady stops waiting for an allocation that is deregistered while its
+// first fingerprint hangs.
+func TestManagerWaitReadyDeregisteredWhileWaiting(t *testing.T) {
+	h := newHarness(t, nil, time.Hour)
+	p := newFakePlugin()
+	p.hang["Probe"] = make(chan struct{}) // never released
+	s := serve(t, p, "")
+	h.register(t, dynamic.PluginTypeCSINode, "stuck", "s1", s.socket)
+	if err := h.m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.probed
+	ready := make(chan error, 1)
+	go func() { ready <- h.m.WaitReady(t.Context()) }()
+	if err := h.reg.Deregister(dynamic.PluginTypeCSINode, "stuck", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ready:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitReady still waits for a deregistered plugin")
+	}
+}
+
+// Fast churn (a plugin that crash-loops through registrations) leaves
+// exactly the last allocation, and no instance behind.
+func TestManagerChurn(t *testing.T) {
+	h := newHarness(t, nil, time.Hour)
+	if err := h.m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, newFakePlugin(), "")
+	for i := range 20 {
+		alloc := fmt.Sprintf("a%02d", i)
+		h.register(t, dynamic.PluginTypeCSINode, "fake", alloc, s.socket)
+		if i%3 != 2 {
+			if err := h.reg.Deregister(dynamic.PluginTypeCSINode, "fake", alloc); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	last := "a19"
+	h.register(t, dynamic.PluginTypeCSINode, "fake", last, s.socket)
+	if err := h.m.WaitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	active, _ := h.reg.Active(dynamic.PluginTypeCSINode, "fake")
+	st, ok := h.m.Plugin("fake")
+	if !ok || len(st.Allocations) != 1 || st.Allocations[0].AllocID != active.AllocID {
+		t.Fatalf("status %+v, registry active %s", st, active.AllocID)
+	}
+	if !st.Allocations[0].FingerprintDone {
+		t.Fatal("active allocation not fingerprinted")
 	}
 }
