@@ -180,15 +180,17 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-var logLevels = []string{"trace", "debug", "info", "warn", "error"}
+// LogLevels lists the accepted log_level values, most verbose first.
+func LogLevels() []string { return []string{"trace", "debug", "info", "warn", "error"} }
 
 func checkLogLevel(s string) error {
-	for _, l := range logLevels {
+	levels := LogLevels()
+	for _, l := range levels {
 		if s == l {
 			return nil
 		}
 	}
-	return fmt.Errorf("%q is not one of %s", s, strings.Join(logLevels, ", "))
+	return fmt.Errorf("%q is not one of %s", s, strings.Join(levels, ", "))
 }
 
 func checkSocketPath(p string) error {

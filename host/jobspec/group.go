@@ -1,8 +1,6 @@
 package jobspec
 
 import (
-	"fmt"
-
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
@@ -103,7 +101,7 @@ func checkPluginClash(d *hclstrict.Decoder, seen map[string]*pluginUse, t *Task,
 		prev.typ = CSIPluginTypeMonolith
 		return
 	}
-	d.Errorf(rng, "Duplicate CSI plugin", "%s",
-		fmt.Sprintf("Task %q already serves CSI plugin %q as %s in this group; one allocation may serve a plugin ID once per role.",
-			prev.task, p.ID, prev.typ))
+	d.Errorf(rng, "Duplicate CSI plugin",
+		"Task %q already serves CSI plugin %q as %s in this group; one allocation may serve a plugin ID once per role.",
+		prev.task, p.ID, prev.typ)
 }

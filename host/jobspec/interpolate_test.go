@@ -108,4 +108,13 @@ func TestSignalByName(t *testing.T) {
 	if _, ok := SignalByName(DefaultKillSignal); !ok {
 		t.Error("the default kill signal must be valid")
 	}
+	names := KillSignalNames()
+	if !slices.IsSorted(names) {
+		t.Errorf("KillSignalNames not sorted: %q", names)
+	}
+	for _, n := range names {
+		if _, ok := SignalByName(n); !ok {
+			t.Errorf("listed signal %s is not accepted", n)
+		}
+	}
 }

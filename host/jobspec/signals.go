@@ -1,38 +1,37 @@
 package jobspec
 
-import (
-	"sort"
-	"syscall"
-)
+import "syscall"
 
-// killSignals are the names kill_signal accepts. Nomad accepts any signal
-// name, including ones that cannot end a process (SIGSTOP, SIGCONT,
-// SIGWINCH, ...); those turn every stop into a wait for kill_timeout, so
-// pluginhost refuses them. Every name here is also valid in Nomad.
-var killSignals = map[string]syscall.Signal{
-	"SIGABRT": syscall.SIGABRT,
-	"SIGALRM": syscall.SIGALRM,
-	"SIGHUP":  syscall.SIGHUP,
-	"SIGINT":  syscall.SIGINT,
-	"SIGKILL": syscall.SIGKILL,
-	"SIGQUIT": syscall.SIGQUIT,
-	"SIGTERM": syscall.SIGTERM,
-	"SIGUSR1": syscall.SIGUSR1,
-	"SIGUSR2": syscall.SIGUSR2,
-}
-
-// SignalByName maps a validated kill_signal to its number, so the task runner
-// never needs its own table.
+// SignalByName maps a kill_signal name to its number, so the task runner
+// never needs its own table. Nomad accepts any signal name, including ones
+// that cannot end a process (SIGSTOP, SIGCONT, SIGWINCH, ...); those turn
+// every stop into a wait for kill_timeout, so pluginhost refuses them. Every
+// name accepted here is also valid in Nomad.
 func SignalByName(name string) (syscall.Signal, bool) {
-	s, ok := killSignals[name]
-	return s, ok
+	switch name {
+	case "SIGABRT":
+		return syscall.SIGABRT, true
+	case "SIGALRM":
+		return syscall.SIGALRM, true
+	case "SIGHUP":
+		return syscall.SIGHUP, true
+	case "SIGINT":
+		return syscall.SIGINT, true
+	case "SIGKILL":
+		return syscall.SIGKILL, true
+	case "SIGQUIT":
+		return syscall.SIGQUIT, true
+	case "SIGTERM":
+		return syscall.SIGTERM, true
+	case "SIGUSR1":
+		return syscall.SIGUSR1, true
+	case "SIGUSR2":
+		return syscall.SIGUSR2, true
+	}
+	return 0, false
 }
 
-func killSignalNames() []string {
-	out := make([]string, 0, len(killSignals))
-	for n := range killSignals {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+// KillSignalNames lists the names SignalByName accepts, sorted.
+func KillSignalNames() []string {
+	return []string{"SIGABRT", "SIGALRM", "SIGHUP", "SIGINT", "SIGKILL", "SIGQUIT", "SIGTERM", "SIGUSR1", "SIGUSR2"}
 }

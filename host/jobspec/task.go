@@ -75,7 +75,7 @@ func decodeTask(d *hclstrict.Decoder, g *TaskGroup, block *hcl.Block) (*Task, hc
 		if s, ok := d.String(attr, nil); ok {
 			if _, known := SignalByName(s); !known {
 				d.Errorf(attr.Expr.Range(), "Invalid kill_signal", "kill_signal must be one of %s, got %q.",
-					strings.Join(killSignalNames(), ", "), s)
+					strings.Join(KillSignalNames(), ", "), s)
 			}
 			t.KillSignal = s
 		}
