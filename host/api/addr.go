@@ -74,10 +74,16 @@ func unixAddr(path string) (Addr, error) {
 	if !filepath.IsAbs(path) {
 		return Addr{}, fmt.Errorf("unix socket path %q is not absolute", path)
 	}
-	if len(path) > maxUnixPath {
-		return Addr{}, fmt.Errorf("unix socket path %q is %d bytes, over the %d-byte limit of sun_path", path, len(path), maxUnixPath)
+	clean := filepath.Clean(path)
+	// The whole address was trimmed; whitespace left at the path's ends
+	// would not survive a round trip through String and ParseAddr.
+	if strings.TrimSpace(clean) != clean {
+		return Addr{}, fmt.Errorf("unix socket path %q has leading or trailing whitespace", path)
 	}
-	return Addr{Network: "unix", Address: filepath.Clean(path)}, nil
+	if len(clean) > maxUnixPath {
+		return Addr{}, fmt.Errorf("unix socket path %q is %d bytes, over the %d-byte limit of sun_path", clean, len(clean), maxUnixPath)
+	}
+	return Addr{Network: "unix", Address: clean}, nil
 }
 
 func isLoopback(host string) bool {
