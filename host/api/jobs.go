@@ -1,10 +1,7 @@
 package api
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -179,35 +176,4 @@ func (s *Server) jobAllocs(w http.ResponseWriter, r *http.Request) {
 		allocs = []*AllocListStub{}
 	}
 	writeJSON(w, s.log, http.StatusOK, allocs)
-}
-
-// decodeBody reads one JSON value, strictly: unknown fields and trailing
-// data are errors that name what was wrong, so typos do not pass silently.
-func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		var ute *json.UnmarshalTypeError
-		var se *json.SyntaxError
-		switch {
-		case errors.As(err, &mbe):
-			return err
-		case errors.Is(err, io.EOF):
-			return fieldErrorf("body", "is empty; want a JSON object")
-		case errors.As(err, &ute):
-			return fieldErrorf(ute.Field, "want %s, got JSON %s", ute.Type, ute.Value)
-		case errors.As(err, &se):
-			return fieldErrorf("body", "invalid JSON at byte %d: %v", se.Offset, err)
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			return fieldErrorf(f, "unknown field")
-		default:
-			return fieldErrorf("body", "%v", err)
-		}
-	}
-	if dec.More() {
-		return fieldErrorf("body", "trailing data after the JSON object")
-	}
-	return nil
 }
