@@ -3,7 +3,6 @@ package csi
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -193,40 +192,14 @@ func TestClientNoPlugin(t *testing.T) {
 	}
 }
 
-func TestSocketPath(t *testing.T) {
-	long := "/" + strings.Repeat("d", MaxSocketPathLen()) + "/csi.sock"
-	for _, tc := range []struct {
-		in, want, errPart string
-	}{
-		{in: "unix:///run/p/csi.sock", want: "/run/p/csi.sock"},
-		{in: "unix:/run/p/csi.sock", want: "/run/p/csi.sock"},
-		{in: "/run/p/csi.sock", want: "/run/p/csi.sock"},
-		{in: "rel/csi.sock", want: "rel/csi.sock"},
-		{in: "", errPart: "empty"},
-		{in: "unix://", errPart: "empty"},
-		{in: "tcp://127.0.0.1:9000", errPart: "only unix"},
-		{in: "/a\x00b", errPart: "NUL"},
-		{in: long, errPart: strconv.Itoa(MaxSocketPathLen()) + "-byte limit"},
-	} {
-		got, err := SocketPath(tc.in)
-		if tc.errPart != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.errPart) {
-				t.Errorf("SocketPath(%q) = %q, %v; want error with %q", tc.in, got, err, tc.errPart)
-			}
-			continue
-		}
-		if err != nil || got != tc.want {
-			t.Errorf("SocketPath(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
-		}
+// A nil request is sent as an empty message, not a panic.
+func TestClientNilRequest(t *testing.T) {
+	s := serve(t, newFakePlugin(), "")
+	c := testClient(t, s.socket, RetryPolicy{})
+	if _, err := c.Probe(t.Context(), nil); err != nil {
+		t.Fatalf("Probe(nil): %v", err)
 	}
-	// Exactly at the limit is fine, one byte over is not, and the error
-	// names the path so the user can find what to shorten.
-	atLimit := "/" + strings.Repeat("x", MaxSocketPathLen()-1)
-	if _, err := SocketPath(atLimit); err != nil {
-		t.Errorf("path of exactly %d bytes: %v", MaxSocketPathLen(), err)
-	}
-	_, err := NewClient(ClientConfig{Endpoint: atLimit + "y"})
-	if !errors.Is(err, ErrSocketPathTooLong) || !strings.Contains(err.Error(), atLimit+"y") {
-		t.Errorf("NewClient over the limit: %v", err)
+	if _, err := c.CreateVolume(t.Context(), nil); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("CreateVolume(nil): %v, want the driver's InvalidArgument", err)
 	}
 }
