@@ -1,0 +1,97 @@
+package taskrunner
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSocketDirShortDataDir(t *testing.T) {
+	id := NewUUID()
+	d, err := SocketDir("/var/lib/ph", "", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d != "/var/lib/ph/sockets/"+id {
+		t.Fatalf("socket dir %q", d)
+	}
+}
+
+func TestSocketDirLongDataDirFallsBack(t *testing.T) {
+	long := "/" + strings.Repeat("d", 60)
+	id := NewUUID()
+	d, err := SocketDir(long, "", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasPrefix(d, long) {
+		t.Fatalf("socket dir %q is under the too-long data dir", d)
+	}
+	if len(d)+SocketBudget > MaxSocketPath {
+		t.Fatalf("fallback %q leaves no room for the socket name", d)
+	}
+	again, _ := SocketDir(long, "", id)
+	if again != d {
+		t.Fatalf("fallback not deterministic: %q then %q (a restarted agent must find it)", d, again)
+	}
+	other, _ := SocketDir(long+"x", "", id)
+	if other == d {
+		t.Fatal("two data dirs share a fallback socket root")
+	}
+}
+
+func TestSocketDirTooLongIsAClearError(t *testing.T) {
+	_, err := SocketDir("/x", "/"+strings.Repeat("o", 80), NewUUID())
+	if err == nil || !strings.Contains(err.Error(), "107") || !strings.Contains(err.Error(), "oooo") {
+		t.Fatalf("error %v, want one naming the path and the 107-byte limit", err)
+	}
+}
+
+func TestRemoveStaleSockets(t *testing.T) {
+	dir, err := os.MkdirTemp("", "stale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sub := filepath.Join(dir, "plugin-dir123")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// A socket whose listener is gone, as a SIGKILLed plugin leaves it.
+	dead := filepath.Join(sub, "plugin42")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: dead, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close()
+	live := filepath.Join(dir, "csi.sock")
+	ll, err := net.Listen("unix", live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ll.Close() })
+
+	removed, err := RemoveStaleSockets(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0] != dead {
+		t.Fatalf("removed %v, want only %s", removed, dead)
+	}
+	if _, err := os.Stat(sub); !os.IsNotExist(err) {
+		t.Fatal("emptied go-plugin dir left behind")
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Fatalf("live socket removed: %v", err)
+	}
+}
+
+func TestNewUUIDIsV4(t *testing.T) {
+	a, b := NewUUID(), NewUUID()
+	if a == b || len(a) != 36 || a[14] != '4' || !strings.ContainsRune("89ab", rune(a[19])) {
+		t.Fatalf("uuids %q %q", a, b)
+	}
+}

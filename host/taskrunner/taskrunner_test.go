@@ -1,0 +1,347 @@
+package taskrunner
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pluginhost/pluginhost/host/driver"
+	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/state"
+)
+
+// waitFile polls for a file the task writes: there is no event for it.
+func waitFile(t *testing.T, path string) []byte {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
+			return b
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not written: %v", path, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestRunLayoutEnvAndStop(t *testing.T) {
+	t.Setenv("PLUGINHOST_AGENT_SECRET", "leak")
+	a := newAgent(t, "")
+	task := rawTask("web", "env", "${NOMAD_TASK_DIR}/env.txt")
+	task.Env = map[string]string{"GREETING": "hi-${NOMAD_ALLOC_ID}", "NODE": "${node.unique.name}"}
+	task.Meta = map[string]string{"tier": "front"}
+	ar := a.run(testJob(jobspec.JobTypeService, task))
+	a.ev.wait(t, "web", EventStarted, 1)
+	h := handle(t, ar, "web")
+
+	if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(ar.ID()) {
+		t.Fatalf("alloc id %q is not a UUID v4", ar.ID())
+	}
+	allocDir := filepath.Join(a.dataDir, "alloc", ar.ID())
+	for _, d := range []string{"alloc", "alloc/logs", "web/local", "web/secrets"} {
+		if fi, err := os.Stat(filepath.Join(allocDir, d)); err != nil || !fi.IsDir() {
+			t.Fatalf("missing %s: %v", d, err)
+		}
+	}
+	if fi, _ := os.Stat(filepath.Join(allocDir, "web/secrets")); fi.Mode().Perm() != 0o700 {
+		t.Fatalf("secrets dir mode %v", fi.Mode().Perm())
+	}
+	if fi, err := os.Stat(ar.SocketDir()); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("socket dir %s: %v", ar.SocketDir(), err)
+	}
+
+	env := map[string]string{}
+	for _, kv := range strings.Split(strings.TrimSpace(string(waitFile(t, filepath.Join(allocDir, "web/local/env.txt")))), "\n") {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	want := map[string]string{
+		"PATH": DefaultPath, "NOMAD_ALLOC_ID": ar.ID(), "NOMAD_TASK_NAME": "web", "NOMAD_GROUP_NAME": "g",
+		"NOMAD_JOB_ID": "web", "NOMAD_ALLOC_INDEX": "0", "NOMAD_ALLOC_NAME": "web.g[0]", "NOMAD_DC": "dc1",
+		"NOMAD_TASK_DIR": filepath.Join(allocDir, "web/local"), "NOMAD_ALLOC_DIR": filepath.Join(allocDir, "alloc"),
+		"NOMAD_SECRETS_DIR": filepath.Join(allocDir, "web/secrets"), "NOMAD_META_owner": "ops", "NOMAD_META_TIER": "front",
+		"GREETING": "hi-" + ar.ID(), "NODE": "node1",
+	}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("env %s = %q, want %q", k, env[k], v)
+		}
+	}
+	if _, ok := env["PLUGINHOST_AGENT_SECRET"]; ok {
+		t.Error("the agent's environment leaked into the task")
+	}
+	if sid, _ := syscall.Getpgid(h.Pid); sid != h.Pid {
+		t.Errorf("task pgid %d, want its own group %d", sid, h.Pid)
+	}
+
+	a.stop(ar)
+	waitGone(t, h.Pid)
+	for _, typ := range []string{EventReceived, EventTaskSetup, EventStarted, EventKilling, EventKilled} {
+		if a.ev.count("web", typ) == 0 {
+			t.Errorf("no %q event", typ)
+		}
+	}
+	s := ar.State()
+	if s.Tasks[0].State.State != state.TaskStateDead || s.Tasks[0].Handle != nil {
+		t.Fatalf("after stop: %+v", s.Tasks[0])
+	}
+	if s.Alloc.DesiredStatus != state.AllocDesiredStatusStop || s.Alloc.ClientStatus != state.AllocClientStatusComplete {
+		t.Fatalf("alloc status %s/%s", s.Alloc.DesiredStatus, s.Alloc.ClientStatus)
+	}
+}
+
+func TestRestartPolicyFailMode(t *testing.T) {
+	a := newAgent(t, "")
+	ar := a.run(testJob(jobspec.JobTypeService, rawTask("crash", "exit", "3")))
+	a.ev.wait(t, "crash", EventNotRestarting, 1)
+	<-ar.Done()
+	if n := a.ev.count("crash", EventStarted); n != 3 {
+		t.Errorf("%d starts, want 3 (1 + 2 attempts)", n)
+	}
+	if n := a.ev.count("crash", EventRestarting); n != 2 {
+		t.Errorf("%d restarts, want 2", n)
+	}
+	if ev := a.ev.last("crash", EventTerminated); ev.ExitCode != 3 || !strings.Contains(ev.Message, "Exit code: 3") {
+		t.Errorf("terminated event %+v", ev)
+	}
+	if ev := a.ev.last("crash", EventRestarting); ev.Details["restart_delay"] != "20ms" {
+		t.Errorf("second restart delay %q, want 20ms (10ms doubled)", ev.Details["restart_delay"])
+	}
+	s := ar.State()
+	if !s.Tasks[0].State.Failed || s.Tasks[0].State.Restarts != 2 || s.Alloc.ClientStatus != state.AllocClientStatusFailed {
+		t.Fatalf("state %+v alloc %s", s.Tasks[0].State, s.Alloc.ClientStatus)
+	}
+	// The store agrees with memory.
+	states, err := a.db.LoadAllocs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := states[0].Tasks["crash"]
+	if rec.State.State != state.TaskStateDead || !rec.State.Failed || len(rec.Events) != len(s.Tasks[0].Events) {
+		t.Fatalf("stored %+v, %d events vs %d", rec.State, len(rec.Events), len(s.Tasks[0].Events))
+	}
+}
+
+func TestBatchSuccessCompletes(t *testing.T) {
+	a := newAgent(t, "")
+	ar := a.run(testJob(jobspec.JobTypeBatch, rawTask("once", "exit", "0")))
+	<-ar.Done()
+	if a.ev.count("once", EventRestarting) != 0 {
+		t.Fatal("a successful batch task was restarted")
+	}
+	s := ar.State()
+	if s.Tasks[0].State.Failed || s.Alloc.ClientStatus != state.AllocClientStatusComplete {
+		t.Fatalf("state %+v, alloc %s", s.Tasks[0].State, s.Alloc.ClientStatus)
+	}
+}
+
+func TestKillTimeoutEscalates(t *testing.T) {
+	a := newAgent(t, "")
+	task := rawTask("stubborn", "ignore-int")
+	task.KillSignal, task.KillTimeout = "SIGINT", 200*time.Millisecond
+	ar := a.run(testJob(jobspec.JobTypeService, task))
+	a.ev.wait(t, "stubborn", EventStarted, 1)
+	handle(t, ar, "stubborn")
+	a.stop(ar)
+	if ev := a.ev.last("stubborn", EventKilled); ev == nil || ev.Signal != int(syscall.SIGKILL) {
+		t.Fatalf("killed event %+v, want SIGKILL after kill_timeout", ev)
+	}
+}
+
+func TestChecksumMismatchFailsWithoutRestart(t *testing.T) {
+	a := newAgent(t, "")
+	task := rawTask("bad", "sleep")
+	task.Config.Checksum = "sha256:" + strings.Repeat("0", 64)
+	ar := a.run(testJob(jobspec.JobTypeService, task))
+	<-ar.Done()
+	if a.ev.count("bad", EventDriverFailure) != 1 || a.ev.count("bad", EventRestarting) != 0 || a.ev.count("bad", EventNotRestarting) != 1 {
+		t.Fatalf("events %v", a.ev.events)
+	}
+	if !strings.Contains(a.ev.last("bad", EventDriverFailure).Message, "checksum") {
+		t.Fatalf("driver failure %q does not say checksum", a.ev.last("bad", EventDriverFailure).Message)
+	}
+}
+
+func TestUnknownDriverIsATaskFailure(t *testing.T) {
+	a := newAgent(t, "")
+	task := rawTask("x", "sleep")
+	task.Driver = "docker"
+	ar := a.run(testJob(jobspec.JobTypeService, task))
+	<-ar.Done()
+	if ev := a.ev.last("x", EventSetupFailure); ev == nil || !strings.Contains(ev.Message, `driver "docker"`) {
+		t.Fatalf("setup failure %+v", ev)
+	}
+}
+
+// TestAgentRestartReadopts drops the agent with a running task and restores
+// a new one from the bbolt file: the same process is re-adopted, none is
+// started twice, and its later death is noticed through the pidfd.
+func TestAgentRestartReadopts(t *testing.T) {
+	a := newAgent(t, "")
+	ar := a.run(testJob(jobspec.JobTypeService, rawTask("web", "sleep")))
+	a.ev.wait(t, "web", EventStarted, 1)
+	h := handle(t, ar, "web")
+
+	b := a.restart()
+	if !alive(h.Pid, h.StartTime) {
+		t.Fatal("task died with the agent")
+	}
+	b.ev.wait(t, "web", EventReattached, 1)
+	ar2 := b.runners[0]
+	if got := ar2.Task("web").snapshot().Handle; got == nil || got.Pid != h.Pid {
+		t.Fatalf("re-adopted handle %+v, want pid %d", got, h.Pid)
+	}
+	if n := b.ev.count("web", EventStarted); n != 0 {
+		t.Fatalf("%d new starts after restore: a second copy", n)
+	}
+	// Events from before the restart are still there.
+	if evs := ar2.State().Tasks[0].Events; len(evs) == 0 || evs[0].Type != EventReceived {
+		t.Fatalf("restored events %v", evs)
+	}
+
+	if err := syscall.Kill(h.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	ev := b.ev.wait(t, "web", EventTerminated, 1)
+	if !strings.Contains(ev.Message, "unknowable") {
+		t.Fatalf("terminated event %q should say the exit code is unknowable", ev.Message)
+	}
+	b.ev.wait(t, "web", EventStarted, 1)
+	h2 := handle(t, ar2, "web")
+	if h2.Pid == h.Pid {
+		t.Fatal("restart reused the old pid record")
+	}
+}
+
+func TestTaskDiedWhileAgentDown(t *testing.T) {
+	a := newAgent(t, "")
+	ar := a.run(testJob(jobspec.JobTypeService, rawTask("web", "sleep")))
+	a.ev.wait(t, "web", EventStarted, 1)
+	h := handle(t, ar, "web")
+	a.close()
+	if err := syscall.Kill(h.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, h.Pid)
+
+	b := a.restart()
+	ev := b.ev.wait(t, "web", EventTerminated, 1)
+	if !strings.Contains(ev.Message, "while the agent was down") || ev.Details["exit_code"] != "unknown" {
+		t.Fatalf("terminated event %+v", ev)
+	}
+	b.ev.wait(t, "web", EventRestarting, 1)
+	b.ev.wait(t, "web", EventStarted, 1)
+	handle(t, b.runners[0], "web")
+}
+
+// TestPidReuseGuard restores a handle whose start time does not match the
+// process now holding the pid: that process must not be signalled.
+func TestPidReuseGuard(t *testing.T) {
+	a := newAgent(t, "")
+	ar := a.run(testJob(jobspec.JobTypeService, rawTask("web", "sleep")))
+	a.ev.wait(t, "web", EventStarted, 1)
+	h := handle(t, ar, "web")
+	a.close()
+
+	db, err := state.Open(filepath.Join(a.dataDir, "state.db"), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := *h
+	forged.StartTime++ // the recorded task "started" at another tick
+	if err := db.PutTaskHandle(ar.ID(), "web", &forged); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	b := a.restart()
+	ev := b.ev.wait(t, "web", EventTerminated, 1)
+	if !strings.Contains(ev.Message, "another process") {
+		t.Fatalf("terminated event %q", ev.Message)
+	}
+	b.ev.wait(t, "web", EventStarted, 1)
+	handle(t, b.runners[0], "web")
+	if !alive(h.Pid, h.StartTime) {
+		t.Fatal("the process holding the reused pid was signalled")
+	}
+}
+
+// TestLogsFlowWhileAgentDown: the shipper, not the agent, reads the task's
+// pipes, so output written while no agent runs is still rotated to files.
+func TestLogsFlowWhileAgentDown(t *testing.T) {
+	a := newAgent(t, "")
+	a.cfg.LogFileSizeOverride = 1000
+	task := rawTask("chatty", "burst", "100")
+	ar := a.run(testJob(jobspec.JobTypeBatch, task))
+	a.ev.wait(t, "chatty", EventStarted, 1)
+	h := handle(t, ar, "chatty")
+	if h.LogmonPid == 0 || !alive(h.LogmonPid, h.LogmonStartTime) {
+		t.Fatalf("no live log shipper recorded: %+v", h)
+	}
+	a.close() // agent down
+
+	// 100 lines of 100 bytes, twice, to each stream.
+	for range 2 {
+		if err := syscall.Kill(h.Pid, syscall.SIGUSR1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Kill(h.Pid, syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, h.Pid)
+	waitGone(t, h.LogmonPid) // it exits once the task's pipes close
+
+	logDir := filepath.Join(a.dataDir, "alloc", ar.ID(), "alloc", "logs")
+	ents, err := os.ReadDir(logDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "chatty.stdout.") {
+			stdout = append(stdout, e.Name())
+			if fi, _ := e.Info(); fi.Size() > 1000 {
+				t.Errorf("%s is %d bytes, over the cap", e.Name(), fi.Size())
+			}
+		}
+	}
+	if len(stdout) != 3 {
+		t.Fatalf("stdout files %v, want max_files = 3 after rotation", stdout)
+	}
+	if _, err := os.Stat(filepath.Join(logDir, "chatty.stdout.0")); !os.IsNotExist(err) {
+		t.Fatal("the oldest file was not rotated away")
+	}
+}
+
+func TestGoPluginTaskSurvivesAgentRestart(t *testing.T) {
+	a := newAgent(t, "")
+	task := &jobspec.Task{
+		Name: "csi", Driver: jobspec.DriverGoPlugin,
+		Config:      &jobspec.TaskConfig{Command: testPlugin},
+		KillTimeout: 5 * time.Second, KillSignal: "SIGTERM",
+	}
+	ar := a.run(testJob(jobspec.JobTypeService, task))
+	a.ev.wait(t, "csi", EventStarted, 1)
+	h := handle(t, ar, "csi")
+	if h.Reattach == nil || !strings.HasPrefix(h.SocketPath, ar.SocketDir()) {
+		t.Fatalf("handle %+v, socket dir %s", h, ar.SocketDir())
+	}
+	b := a.restart()
+	b.ev.wait(t, "csi", EventReattached, 1)
+	if b.ev.count("csi", EventStarted) != 0 {
+		t.Fatal("plugin started twice")
+	}
+	b.stop(b.runners[0])
+	waitGone(t, h.Pid)
+	if _, err := os.Stat(h.SocketPath); !os.IsNotExist(err) {
+		t.Fatalf("socket %s left after stop: %v", h.SocketPath, err)
+	}
+	_ = driver.ErrTaskGone
+}
