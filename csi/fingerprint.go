@@ -98,6 +98,8 @@ func (f *Fingerprint) HasNodeCapability(name string) bool {
 // until they have succeeded once. Probe and the service capabilities are
 // asked every time: they are the health check.
 type fingerprinter struct {
+	// client and clientErr are set at construction and never change, so
+	// Manager.Client may read them from other goroutines.
 	client *Client
 	// clientErr is why client is nil: the registered socket is unusable.
 	clientErr error

@@ -332,6 +332,24 @@ func (m *Manager) Plugin(id string) (*PluginStatus, bool) {
 	return buildStatuses(fps)[0], true
 }
 
+// Client returns the client of the active allocation of plugin id and type
+// (dynamic.PluginTypeCSIController or dynamic.PluginTypeCSINode), for the
+// volume code. The manager owns it: callers must not Close it. Take it per
+// operation rather than keeping it, since it is closed when its allocation
+// is replaced or deregistered (calls then fail with CANCELED).
+func (m *Manager) Client(id, pluginType string) (*Client, error) {
+	m.mu.Lock()
+	im := m.instances[instanceKey{pluginType, id}]
+	m.mu.Unlock()
+	if im == nil {
+		return nil, fmt.Errorf("csi %s plugin %q: %w", pluginType, id, ErrUnknownPlugin)
+	}
+	if im.fpr.client == nil {
+		return nil, fmt.Errorf("csi %s plugin %q alloc %s: %w", pluginType, id, im.info().AllocID, im.fpr.clientErr)
+	}
+	return im.fpr.client, nil
+}
+
 // Refresh fingerprints every allocation of plugin id now, without waiting
 // for the interval, and returns once all of them have finished.
 func (m *Manager) Refresh(ctx context.Context, id string) error {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc/codes"
 
@@ -470,5 +471,29 @@ func TestManagerChurn(t *testing.T) {
 	}
 	if !st.Allocations[0].FingerprintDone {
 		t.Fatal("active allocation not fingerprinted")
+	}
+}
+
+func TestManagerClient(t *testing.T) {
+	h := newHarness(t, nil, time.Hour)
+	if err := h.m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, newFakePlugin(), "")
+	h.register(t, dynamic.PluginTypeCSIController, "fake", "a1", s.socket)
+	h.expect(t, "a1", true)
+	c, err := h.m.Client("fake", dynamic.PluginTypeCSIController)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Socket() != s.socket {
+		t.Fatalf("client for %q, want %q", c.Socket(), s.socket)
+	}
+	vol, err := c.CreateVolume(t.Context(), &csipb.CreateVolumeRequest{Name: "v"})
+	if err != nil || vol.GetVolume().GetVolumeId() != "vol-v" {
+		t.Fatalf("CreateVolume = %v, %v", vol, err)
+	}
+	if _, err := h.m.Client("fake", dynamic.PluginTypeCSINode); !errors.Is(err, ErrUnknownPlugin) {
+		t.Fatalf("client of an unregistered type: %v", err)
 	}
 }
