@@ -113,10 +113,10 @@ func newAgent(t *testing.T, dataDir string) *agent {
 	a := &agent{t: t, dataDir: dataDir, db: db, watcher: w, ev: &eventLog{notify: make(chan struct{})}}
 	a.cfg = &Config{
 		DataDir: dataDir, Store: db, Drivers: drivers, LogmonCommand: []string{logmonBin},
-		OnEvent:         func(_, task string, ev *state.TaskEvent) { a.ev.add(task, ev) },
-		NodeName:        "node1", Datacenter: "dc1",
+		OnEvent:  func(_, task string, ev *state.TaskEvent) { a.ev.add(task, ev) },
+		NodeName: "node1", Datacenter: "dc1",
 		MaxRestartDelay: time.Second, Rand: noJitter,
-		Logger:          hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}}),
+		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}}),
 	}
 	t.Cleanup(a.final)
 	return a

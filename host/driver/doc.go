@@ -1,0 +1,53 @@
+// Package driver launches task processes and finds them again after the
+// agent restarts. There are two drivers: raw_exec (any binary) and go_plugin
+// (an sdk plugin launched through HashiCorp go-plugin, gRPC only).
+//
+// # Processes
+//
+// Every task starts in its own session (setsid), so signals aimed at the
+// agent's process group never reach it, and it is a process-group leader,
+// so Kill and Signal reach everything it forked. Each task is held by a
+// pidfd from the moment it starts: signals to the leader go through the
+// pidfd and cannot reach a stranger that reused the pid, and a group signal
+// is only sent while the pidfd says the leader is alive.
+//
+// A Handle records the pid and the process start time (clock ticks since
+// boot, /proc/<pid>/stat field 22). Together they name one process for the
+// life of the machine. Recover opens a pidfd first and compares the start
+// time second, so the process that was checked is the process held; a
+// mismatch is ErrPidReused and nothing is signalled.
+//
+// Exits of tasks the agent started come from wait(2) and carry the exit
+// code or signal. Re-adopted tasks are not the agent's children, so their
+// exit status goes to their new parent; their exit is noticed by a Watcher,
+// one goroutine in epoll_wait over every adopted pidfd (no polling, one
+// thread for any number of tasks), and their ExitResult says Unknown.
+//
+// Kill sends the kill signal to the group, waits the kill timeout, sends
+// SIGKILL, and returns once the leader is gone or its context ends: it
+// never hangs.
+//
+// # go-plugin
+//
+// The go_plugin driver gives go-plugin its own runner (ClientConfig.
+// RunnerFunc). The runner owns the plugin's stdout (the handshake) and
+// passes its stderr straight to the task's log shipper: go-plugin's stderr
+// parser only ever sees an empty stream, because a plugin line such as
+// {"@message": 42} panics it (v1.8.0). SkipHostEnv keeps the agent's
+// environment out; the plugin gets exactly the task's environment plus
+// go-plugin's variables. The socket directory go-plugin creates lives in the
+// allocation's socket directory; GoPluginSocketOverhead is how much longer
+// the final socket path is than that directory.
+//
+// Launching and re-attaching both end with an identity RPC (CSI
+// GetPluginInfo by default) before the task is trusted. The reattach record
+// is a plain struct (go-plugin's holds a net.Addr interface); Recover
+// passes go-plugin the plugin set of the saved protocol version, since
+// reattach skips negotiation, and a watcher-backed AttachedRunner instead
+// of go-plugin's once-a-second kill(pid, 0) poll. A process whose start time
+// matches but which fails the identity RPC is killed: it is ours but
+// unusable, and a restart must not run next to it.
+//
+// Detach lets go of a task without stopping it, as a dying agent would:
+// pidfds, connections and our end of the plugin's stdout are closed.
+package driver

@@ -1,0 +1,22 @@
+// Package logmon ships a task's stdout and stderr to capped, rotated files,
+// from a process of its own.
+//
+// The agent is never the reader of a task's pipes: if it were, a task would
+// block (or die of SIGPIPE) while the agent is down. Instead, for each
+// launch, Start runs a shipper — the pluginhost binary re-executed as
+// `pluginhost logmon` (Main) — in its own session, with the read ends of the
+// task's two pipes as fds 3 and 4. The task gets the write ends; the agent
+// closes its copies at once, so the shipper sees EOF exactly when the task
+// and everything it forked have closed their output, and then exits. It
+// ignores SIGPIPE, SIGHUP and SIGINT: only the task's end ends it.
+//
+// Readiness is an event: the shipper writes "ok" (or the reason it cannot
+// run) on fd 5 once its files are open, and Start waits for that line.
+//
+// Files are named as in Nomad, <dir>/<task>.stdout.<N> and .stderr.<N>. A
+// Rotator writes into the highest N, starts N+1 when a file reaches its size
+// cap (splitting a write across files, so no file exceeds it), and deletes
+// files older than the newest max_files. N never goes back: a new shipper
+// continues the series after a restart. A write error does not stop the
+// draining: a task blocked on a full pipe is worse than a lost line.
+package logmon

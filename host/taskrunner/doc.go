@@ -1,0 +1,61 @@
+// Package taskrunner runs allocations: an AllocRunner per allocation, a
+// TaskRunner per task, each task's life built from hooks around a driver
+// (package driver), and every step recorded in the state store.
+//
+// # Life of a task
+//
+// Before each launch the prestart hooks run in order: validate (driver and
+// config exist; errors are Fatal), task_dir (Nomad's layout under
+// <data_dir>/alloc/<alloc-id>/: alloc/, alloc/logs/, <task>/local,
+// <task>/secrets 0700), env (the environment from nothing: PATH=DefaultPath,
+// HOME, the NOMAD_* variables and NOMAD_META_*, then the job's env with
+// ${...} interpolated), socket_dir (the allocation's 0700 socket directory,
+// cleared of sockets nobody listens on), logmon (a log shipper process,
+// package logmon), then any Config.ExtraHooks (the CSI supervisor, which
+// adds CSI_ENDPOINT to the env in Prestart and probes in Poststart). Args,
+// command and work_dir are interpolated after all of them. Then the driver
+// starts the task, the handle (pid, start time, reattach record, shipper
+// pid) is stored, and the poststart hooks run. A hook may fail the task or
+// ask for a restart through its HookRequest.
+//
+// When the process exits: Terminated (exit code or signal), exited hooks,
+// and the restart policy: attempts within interval, the delay doubling per
+// attempt up to MaxRestartDelay plus up to 25% jitter (the exponent is
+// capped, so it never overflows), mode fail or delay. A successful batch
+// task completes. Fatal errors (bad config, checksum mismatch) fail at once.
+//
+// # Stop versus shutdown
+//
+// Stop (a job or allocation stopped by the user) kills every task with its
+// kill_signal, then SIGKILL after kill_timeout, runs the stop hooks and
+// marks the tasks dead. Shutdown (the agent exiting on SIGINT/SIGTERM, or a
+// test simulating kill -9) lets go of everything and leaves tasks running
+// with their handles in the store.
+//
+// # Restore
+//
+// RestoreAllocRunner plus Run re-adopt each stored handle through the
+// driver's Recover: the pid must still run with the recorded start time,
+// and a go_plugin task must answer its identity RPC. A task that died
+// while the agent was down gets a Terminated event saying its exit code is
+// unknowable (and, if its pid now belongs to someone else, that the
+// stranger was not signalled); then its restart policy applies. No task is
+// started while a live, recorded copy exists. A task whose state was dead
+// stays dead; an allocation whose stop was interrupted finishes stopping.
+//
+// # Sockets
+//
+// Unix socket paths are limited to 107 bytes. SocketDir places an
+// allocation's socket directory at <data_dir>/sockets/<alloc-id> when that
+// leaves SocketBudget bytes for go-plugin's names, else under a short root
+// derived from a hash of the data dir (/run/pluginhost/<8 hex> or
+// $TMPDIR/pluginhost-<8 hex>), the same after every restart; failing that,
+// it is an error naming the path and the limit, never a dial timeout later.
+//
+// # Concurrency
+//
+// Each TaskRunner has one goroutine (run), started by AllocRunner.Run and
+// ended by task death, Stop or Shutdown; AllocRunner.Done closes when all
+// have returned. Snapshots (State) are copies. The OnEvent callback is
+// called synchronously from task goroutines.
+package taskrunner
