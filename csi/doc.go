@@ -80,6 +80,9 @@
 // outside Manager.mu, so stopping never waits on a goroutine that needs a
 // lock the stopper holds.
 //
+// Manager.Client hands the volume code the client of a plugin's active
+// allocation; the manager owns it and closes it when the allocation goes.
+//
 // Shutdown stops the event goroutine and every instance, and leaves the
 // final fingerprints readable through Plugins.
 package csi
