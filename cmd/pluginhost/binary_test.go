@@ -83,3 +83,14 @@ func TestBinaryFollowEndsOnSIGINT(t *testing.T) {
 		t.Errorf("unexpected output after the backlog: %q", rest)
 	}
 }
+
+// TestBinaryLogmonWired: the hidden subcommand reaches logmon.Main, whose
+// flag errors exit 2 (the CLI's own usage errors exit 1).
+func TestBinaryLogmonWired(t *testing.T) {
+	bin := testbin.MustPath(t, "pluginhost")
+	err := exec.Command(bin, "logmon", "-no-such-flag").Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Errorf("pluginhost logmon -no-such-flag: %v, want exit 2", err)
+	}
+}

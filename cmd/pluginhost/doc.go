@@ -28,5 +28,7 @@
 //     the agent runs on submitted files.
 //   - `agent` and the hidden `logmon` are entry points for other packages:
 //     runAgent (agent.go) is where the agent is assembled, and `logmon` is
-//     the log shipper the task runner re-executes this binary as.
+//     the log shipper the task runner re-executes this binary as. main hands
+//     `logmon` the process before installing signal handlers, because the
+//     shipper must outlive the agent and decides its own signal handling.
 package main

@@ -1,5 +1,7 @@
 package main
 
+import "github.com/pluginhost/pluginhost/host/logmon"
+
 // LogmonCommand is the hidden log shipper the task runner re-executes this
 // binary as: it must outlive the agent, so it is its own process.
 type LogmonCommand struct {
@@ -16,11 +18,8 @@ Usage: pluginhost logmon ...
 `)
 }
 
-// Run hands the arguments, unparsed, to the log shipper.
-//
-// STUB(logmon): becomes `return logmon.Main(args)` once host/logmon is
-// committed.
+// Run hands the arguments, unparsed, to the log shipper. Its flags are its
+// own business, so they are not declared here.
 func (c *LogmonCommand) Run(args []string) int {
-	c.Ui.Error("pluginhost logmon: not built into this binary yet")
-	return 1
+	return logmon.Main(args)
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/cli"
+
+	"github.com/pluginhost/pluginhost/host/logmon"
 )
 
 // version is the release, stamped at link time with
@@ -17,6 +19,11 @@ import (
 var version = "0.1.0-dev"
 
 func main() {
+	// The log shipper outlives the agent and owns its signal handling:
+	// hand it the process before main installs handlers it would inherit.
+	if len(os.Args) > 1 && os.Args[1] == "logmon" {
+		os.Exit(logmon.Main(os.Args[2:]))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// After the first signal, restore the default handlers so that a
 	// second Ctrl-C kills a command that is slow to wind down. The
