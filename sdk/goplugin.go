@@ -19,9 +19,9 @@ import (
 // gRPC client, so the plugin refuses both (the host then fails with a clear
 // go-plugin error instead of an unreachable plugin).
 const (
-	envClientCert     = "PLUGIN_CLIENT_CERT"
-	envMultiplexGRPC  = "PLUGIN_MULTIPLEX_GRPC"
-	envProtocolVersns = "PLUGIN_PROTOCOL_VERSIONS"
+	envClientCert       = "PLUGIN_CLIENT_CERT"
+	envMultiplexGRPC    = "PLUGIN_MULTIPLEX_GRPC"
+	envProtocolVersions = "PLUGIN_PROTOCOL_VERSIONS"
 )
 
 // CSIPlugin is the go-plugin Plugin named PluginCSI. On the plugin side it
@@ -100,6 +100,7 @@ func servePlugin(ctx context.Context, cfg Config) error {
 		mu  sync.Mutex
 		srv *grpc.Server
 	)
+	d := newStopper()
 	reattachCh := make(chan *plugin.ReattachConfig, 1)
 	closeCh := make(chan struct{})
 	serveCtx, cancelServe := context.WithCancel(context.Background())
@@ -109,7 +110,7 @@ func servePlugin(ctx context.Context, cfg Config) error {
 		HandshakeConfig:  Handshake(),
 		VersionedPlugins: pluginVersions(&cfg),
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			s := grpc.NewServer(opts...)
+			s := grpc.NewServer(append(opts, d.serverOptions()...)...)
 			mu.Lock()
 			srv = s
 			mu.Unlock()
@@ -129,10 +130,14 @@ func servePlugin(ctx context.Context, cfg Config) error {
 	case <-closeCh:
 		// go-plugin logged the cause (listener or plugin registration).
 		return errors.New("sdk: go-plugin could not start serving; see the plugin log")
+	case <-ctx.Done():
+		cancelServe()
+		<-closeCh
+		return nil
 	}
 	if !versionOffered(rc.ProtocolVersion) {
 		cfg.Logger.Warn("host offers no protocol version this plugin speaks; the host will refuse the handshake",
-			"offered", os.Getenv(envProtocolVersns), "plugin", rc.ProtocolVersion)
+			"offered", os.Getenv(envProtocolVersions), "plugin", rc.ProtocolVersion)
 	}
 	line := fmt.Sprintf("%d|%d|%s|%s|%s|\n", plugin.CoreProtocolVersion, rc.ProtocolVersion,
 		rc.Addr.Network(), rc.Addr.String(), rc.Protocol)
@@ -158,11 +163,10 @@ func servePlugin(ctx context.Context, cfg Config) error {
 		return nil
 	case <-ctx.Done():
 	}
-	cfg.Logger.Info("stopping", "reason", context.Cause(ctx), "timeout", cfg.StopTimeout)
 	mu.Lock()
 	s := srv
 	mu.Unlock()
-	stopGracefully(s, cfg.StopTimeout)
+	stop(cfg, s, d, context.Cause(ctx))
 	cancelServe()
 	<-closeCh
 	return nil
@@ -171,7 +175,7 @@ func servePlugin(ctx context.Context, cfg Config) error {
 // versionOffered reports whether the host listed v in PLUGIN_PROTOCOL_VERSIONS
 // (go-plugin falls back to our lowest version when it did not).
 func versionOffered(v int) bool {
-	for s := range strings.SplitSeq(os.Getenv(envProtocolVersns), ",") {
+	for s := range strings.SplitSeq(os.Getenv(envProtocolVersions), ",") {
 		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n == v {
 			return true
 		}

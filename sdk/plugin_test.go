@@ -175,7 +175,7 @@ func TestIncompatibleHostVersion(t *testing.T) {
 	}
 }
 
-func shortDir(t *testing.T) string {
+func shortDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "sdk-")
 	if err != nil {

@@ -39,11 +39,12 @@ func serveStandalone(ctx context.Context, cfg Config) error {
 		}
 	}()
 
-	srv := grpc.NewServer()
+	d := newStopper()
+	srv := grpc.NewServer(d.serverOptions()...)
 	registerCommon(srv)
 	cfg.registerServices(srv)
 	cfg.Logger.Info("serving standalone", "endpoint", path)
-	return runGRPC(ctx, cfg, srv, lis)
+	return runGRPC(ctx, cfg, srv, d, lis)
 }
 
 // registerCommon adds what go-plugin registers on its socket, so that both
@@ -56,8 +57,8 @@ func registerCommon(srv *grpc.Server) {
 }
 
 // runGRPC serves until srv stops or ctx is done; then it stops srv
-// gracefully, and hard once cfg.StopTimeout has passed.
-func runGRPC(ctx context.Context, cfg Config, srv *grpc.Server, lis net.Listener) error {
+// gracefully (see stopper), and hard once cfg.StopTimeout has passed.
+func runGRPC(ctx context.Context, cfg Config, srv *grpc.Server, d *stopper, lis net.Listener) error {
 	errCh := make(chan error, 1)
 	go func() { errCh <- srv.Serve(lis) }()
 	select {
@@ -68,26 +69,16 @@ func runGRPC(ctx context.Context, cfg Config, srv *grpc.Server, lis net.Listener
 		return nil
 	case <-ctx.Done():
 	}
-	cfg.Logger.Info("stopping", "reason", context.Cause(ctx), "timeout", cfg.StopTimeout)
-	stopGracefully(srv, cfg.StopTimeout)
+	stop(cfg, srv, d, context.Cause(ctx))
 	<-errCh
 	return nil
 }
 
-// stopGracefully lets in-flight RPCs finish for up to timeout, then cuts them.
-func stopGracefully(srv *grpc.Server, timeout time.Duration) {
-	done := make(chan struct{})
-	go func() {
-		srv.GracefulStop()
-		close(done)
-	}()
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		srv.Stop()
-		<-done
+// stop logs and performs a graceful stop.
+func stop(cfg Config, srv *grpc.Server, d *stopper, reason error) {
+	cfg.Logger.Info("stopping", "reason", reason, "timeout", cfg.StopTimeout)
+	if !d.stop(srv, cfg.StopTimeout) {
+		cfg.Logger.Warn("in-flight calls cut after the stop timeout", "timeout", cfg.StopTimeout)
 	}
 }
 

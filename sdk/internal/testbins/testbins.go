@@ -1,5 +1,5 @@
 // Package testbins builds the sdk's test binaries (testplugin, bareplugin,
-// testhost) for a test binary's TestMain. They are not in internal/testbin
+// testhost, minplugin) for a test binary's TestMain. They are not in internal/testbin
 // because `make test` expects everything there prebuilt in ./bin, and these
 // exist only for the sdk's own tests.
 package testbins
@@ -18,6 +18,7 @@ type Bins struct {
 	TestPlugin string
 	BarePlugin string
 	TestHost   string
+	MinPlugin  string
 }
 
 // Build compiles the binaries into a new temporary directory; the caller
@@ -30,7 +31,7 @@ func Build() (*Bins, error) {
 	_, file, _, _ := runtime.Caller(0)
 	internalDir := filepath.Join(filepath.Dir(file), "..")
 	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-		"./testplugin", "./bareplugin", "./testhost")
+		"./testplugin", "./bareplugin", "./testhost", "./minplugin")
 	cmd.Dir = internalDir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		_ = os.RemoveAll(dir)
@@ -41,5 +42,6 @@ func Build() (*Bins, error) {
 		TestPlugin: filepath.Join(dir, "testplugin"),
 		BarePlugin: filepath.Join(dir, "bareplugin"),
 		TestHost:   filepath.Join(dir, "testhost"),
+		MinPlugin:  filepath.Join(dir, "minplugin"),
 	}, nil
 }
