@@ -22,7 +22,7 @@ import (
 // and a watcher. restart() drops it without stopping tasks and builds the
 // next incarnation on the same data dir, as a kill -9 and restart would.
 type agent struct {
-	t       *testing.T
+	t       testing.TB
 	dataDir string
 	db      *state.DB
 	watcher *driver.Watcher
@@ -71,7 +71,7 @@ func (l *eventLog) last(task, typ string) *state.TaskEvent {
 }
 
 // wait blocks until task has had n events of typ: an event, not a sleep.
-func (l *eventLog) wait(t *testing.T, task, typ string, n int) *state.TaskEvent {
+func (l *eventLog) wait(t testing.TB, task, typ string, n int) *state.TaskEvent {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
 	for {
@@ -91,7 +91,7 @@ func (l *eventLog) wait(t *testing.T, task, typ string, n int) *state.TaskEvent 
 	}
 }
 
-func newAgent(t *testing.T, dataDir string) *agent {
+func newAgent(t testing.TB, dataDir string) *agent {
 	t.Helper()
 	if dataDir == "" {
 		dataDir = t.TempDir()
@@ -135,7 +135,7 @@ func (a *agent) final() {
 	a.close()
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
@@ -203,7 +203,7 @@ func (a *agent) stop(ar *AllocRunner) {
 
 // handle returns the running task's handle and kills its process group
 // (and its log shipper) when the test ends, whatever happens.
-func handle(t *testing.T, ar *AllocRunner, task string) *state.TaskHandle {
+func handle(t testing.TB, ar *AllocRunner, task string) *state.TaskHandle {
 	t.Helper()
 	s := ar.Task(task).snapshot()
 	if s.Handle == nil {
@@ -249,7 +249,7 @@ func alive(pid int, start uint64) bool {
 }
 
 // waitGone waits on a pidfd for pid to exit.
-func waitGone(t *testing.T, pid int) {
+func waitGone(t testing.TB, pid int) {
 	t.Helper()
 	fd, err := unix.PidfdOpen(pid, 0)
 	if errors.Is(err, unix.ESRCH) {
