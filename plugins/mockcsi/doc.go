@@ -1,0 +1,65 @@
+// Command mockcsi is a complete CSI plugin written with pluginhost's sdk: a
+// volume is a directory, a snapshot a copy of one. It exists to exercise
+// pluginhost (and any CO) against a real plugin process, including the
+// ways real plugins misbehave.
+//
+// # Running
+//
+// The same binary runs under pluginhost (go-plugin, chosen by the sdk when
+// the handshake cookie is in the environment) and standalone as an ordinary
+// CSI driver on --endpoint or $CSI_ENDPOINT, so it also works under Nomad's
+// raw_exec or in a Kubernetes pod. With no flags it picks:
+// driver name mockcsi.pluginhost.dev, node ID = hostname, state dir
+// $NOMAD_TASK_DIR/mockcsi, else $XDG_STATE_HOME/mockcsi, else
+// /tmp/mockcsi-<uid>, and a 100 GiB capacity pool.
+//
+// # State and idempotency
+//
+// Everything mockcsi knows lives in its state dir (see store): state.json
+// plus one directory per volume and snapshot. state.json is rewritten whole
+// on every change (temp file, fsync, rename, fsync dir) and memory changes
+// only after the write succeeded, so a kill -9 at any point leaves either
+// the old or the new state. A record implies its directory exists: content
+// is created before its record and deleted after it, and start-up removes
+// directories without a record. Because every request is checked against
+// this persisted state (volume and snapshot names, controller publications,
+// staging and target records), repeating any mutating RPC is safe, also
+// after a restart. A flock on <state>/lock keeps a second process off the
+// same state dir.
+//
+// Operations on one volume are serialized without queuing: a second
+// operation while one is in flight gets ABORTED, which CSI defines as
+// "retry with backoff" (store.acquire).
+//
+// # Node attach
+//
+// Stage bind-mounts the volume directory on the staging path; publish
+// bind-mounts the staging path on the target path (read-only via remount
+// when asked). Where mounting is not permitted, --mount-method=auto (the
+// default) falls back to a symlink at the target path pointing at the
+// volume's directory, and stage only records the staging; the symlink
+// cannot enforce read-only. --mount-method=bind turns the fallback off
+// (mount errors are returned), --mount-method=symlink never mounts. Each
+// record remembers its method, so unpublish undoes the right thing.
+//
+// # Capacity
+//
+// Capacity is accounting: volumes and snapshots draw their size from the
+// --capacity pool (OUT_OF_RANGE when it is exhausted), GetCapacity reports
+// what is left, and NodeGetVolumeStats reports bytes actually written
+// against the volume's capacity. Nothing stops a workload writing more.
+//
+// # Fault injection
+//
+// For pluginhost's own tests (flag / environment variable, the flag wins):
+//
+//	--probe-fail     MOCKCSI_PROBE_FAIL=1         Probe returns FAILED_PRECONDITION
+//	--probe-delay    MOCKCSI_PROBE_DELAY=<dur>    Probe answers after <dur>
+//	--not-ready-for  MOCKCSI_NOT_READY_FOR=<dur>  Probe says ready=false for <dur> after start
+//	--latency        MOCKCSI_LATENCY=<dur>        every RPC is delayed by <dur>
+//	--crash-after    MOCKCSI_CRASH_AFTER=<n>      the (n+1)th RPC exits the process (code 75)
+//	--exit-at-start  MOCKCSI_EXIT_AT_START=<code> exit with <code> before serving
+//
+// The sdk owns the grpc.Server and offers no interceptor hook, so every
+// handler starts with faults.enter; a new RPC must too.
+package main

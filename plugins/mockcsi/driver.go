@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/hashicorp/go-hclog"
+)
+
+// version is reported by GetPluginInfo; the release process may override it
+// with -ldflags "-X main.version=...".
+var version = "0.1.0"
+
+// driver is the state shared by the three CSI services. Each service is its
+// own type (identityServer, controllerServer, nodeServer) so that a method
+// can never be registered on the wrong service by accident.
+type driver struct {
+	name     string
+	nodeID   string
+	capacity int64
+	log      hclog.Logger
+	store    *store
+	faults   *faults
+	mounter  *mounter
+}
+
+func newDriver(opts options, log hclog.Logger, exit func(int)) (*driver, error) {
+	if err := validateDriverName(opts.DriverName); err != nil {
+		return nil, err
+	}
+	if opts.NodeID == "" {
+		return nil, fmt.Errorf("node ID is empty")
+	}
+	if opts.Capacity <= 0 {
+		return nil, fmt.Errorf("capacity must be positive, got %d", opts.Capacity)
+	}
+	st, err := openStore(opts.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("open state dir %s: %w", opts.StateDir, err)
+	}
+	m, err := newMounter(opts.MountMethod, log.Named("mount"))
+	if err != nil {
+		return nil, err
+	}
+	return &driver{
+		name:     opts.DriverName,
+		nodeID:   opts.NodeID,
+		capacity: opts.Capacity,
+		log:      log,
+		store:    st,
+		faults:   newFaults(opts.Faults, exit),
+		mounter:  m,
+	}, nil
+}
+
+func (d *driver) identity() csi.IdentityServer     { return &identityServer{d: d} }
+func (d *driver) controller() csi.ControllerServer { return &controllerServer{d: d} }
+func (d *driver) node() csi.NodeServer             { return &nodeServer{d: d} }
+
+// close releases the state dir. Only tests that run drivers in-process need
+// it; the binary lets process exit release everything.
+func (d *driver) close() { d.store.close() }

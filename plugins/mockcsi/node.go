@@ -1,0 +1,432 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// The node service attaches a volume's directory in two steps, as the CO
+// drives them: stage binds it on the staging path, publish binds the staging
+// path on each target path. Every step is recorded in the state file before
+// it returns, so that after a restart an unpublish or unstage still knows
+// what to undo, and a repeated publish finds its record and checks that the
+// mount is really there (re-mounting it after a reboot) instead of failing.
+
+type nodeServer struct {
+	csi.UnimplementedNodeServer
+	d *driver
+}
+
+var nodeCaps = []csi.NodeServiceCapability_RPC_Type{
+	csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME,
+	csi.NodeServiceCapability_RPC_GET_VOLUME_STATS,
+	csi.NodeServiceCapability_RPC_EXPAND_VOLUME,
+	csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
+	csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH,
+	csi.NodeServiceCapability_RPC_GET_STORAGE_HEALTH,
+}
+
+func (s *nodeServer) NodeGetCapabilities(ctx context.Context, _ *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
+	if err := s.d.faults.enter(ctx); err != nil {
+		return nil, err
+	}
+	resp := &csi.NodeGetCapabilitiesResponse{}
+	for _, c := range nodeCaps {
+		resp.Capabilities = append(resp.Capabilities, &csi.NodeServiceCapability{
+			Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: c}},
+		})
+	}
+	return resp, nil
+}
+
+func (s *nodeServer) NodeGetInfo(ctx context.Context, _ *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
+	if err := s.d.faults.enter(ctx); err != nil {
+		return nil, err
+	}
+	return &csi.NodeGetInfoResponse{NodeId: s.d.nodeID}, nil
+}
+
+// lookup returns a copy of the volume's record, or NOT_FOUND.
+func (d *driver) lookup(id string) (*volume, error) {
+	var v *volume
+	d.store.view(func(sf *stateFile) {
+		if rec, ok := sf.Volumes[id]; ok {
+			c := *rec
+			v = &c
+		}
+	})
+	if v == nil {
+		return nil, status.Errorf(codes.NotFound, "volume %s not found", id)
+	}
+	return v, nil
+}
+
+func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
+	if err := s.d.faults.enter(ctx); err != nil {
+		return nil, err
+	}
+	id, staging := req.GetVolumeId(), filepath.Clean(req.GetStagingTargetPath())
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
+	}
+	if req.GetStagingTargetPath() == "" {
+		return nil, status.Error(codes.InvalidArgument, "staging_target_path is required")
+	}
+	if err := checkCapability(req.GetVolumeCapability()); err != nil {
+		return nil, err
+	}
+	release, err := s.d.store.acquire("volume/" + id)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	v, err := s.d.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	mode := int32(req.GetVolumeCapability().GetAccessMode().GetMode())
+	for path, rec := range v.Staged {
+		if path != staging {
+			return nil, status.Errorf(codes.FailedPrecondition, "volume %s is already staged at %s", id, path)
+		}
+		if rec.AccessMode != mode {
+			return nil, status.Errorf(codes.AlreadyExists, "volume %s is staged at %s with access mode %d", id, path, rec.AccessMode)
+		}
+	}
+	if err := os.MkdirAll(staging, 0o750); err != nil {
+		return nil, status.Errorf(codes.Internal, "staging path: %v", err)
+	}
+	// Bind even when a record exists: bind is a no-op on a live mount and
+	// restores one lost to a reboot.
+	method, err := s.d.mounter.bind(s.d.store.volumeDir(id), staging, false)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "stage %s: %v", id, err)
+	}
+	err = s.d.store.update(func(sf *stateFile) error {
+		v, ok := sf.Volumes[id]
+		if !ok {
+			return status.Errorf(codes.NotFound, "volume %s not found", id)
+		}
+		if v.Staged == nil {
+			v.Staged = map[string]*stageRecord{}
+		}
+		v.Staged[staging] = &stageRecord{Method: method, AccessMode: mode}
+		return nil
+	})
+	if err != nil {
+		if method == mountBind {
+			_ = unmountAll(staging)
+		}
+		return nil, err
+	}
+	return &csi.NodeStageVolumeResponse{}, nil
+}
+
+func (s *nodeServer) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
+	if err := s.d.faults.enter(ctx); err != nil {
+		return nil, err
+	}
+	id, staging := req.GetVolumeId(), filepath.Clean(req.GetStagingTargetPath())
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
+	}
+	if req.GetStagingTargetPath() == "" {
+		return nil, status.Error(codes.InvalidArgument, "staging_target_path is required")
+	}
+	release, err := s.d.store.acquire("volume/" + id)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	v, err := s.d.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	for target, rec := range v.Targets {
+		if rec.StagingPath == staging {
+			return nil, status.Errorf(codes.FailedPrecondition, "volume %s is still published at %s", id, target)
+		}
+	}
+	// Unmount whatever the record says, and also when there is no record:
+	// a crash between mounting and recording leaves an unrecorded mount.
+	if rec := v.Staged[staging]; rec == nil || rec.Method == mountBind {
+		if err := unmountAll(staging); err != nil {
+			return nil, status.Errorf(codes.Internal, "unstage %s: %v", id, err)
+		}
+	}
+	err = s.d.store.update(func(sf *stateFile) error {
+		if v, ok := sf.Volumes[id]; ok {
+			delete(v.Staged, staging)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &csi.NodeUnstageVolumeResponse{}, nil
+}
+
+func isReadOnlyMode(m csi.VolumeCapability_AccessMode_Mode) bool {
+	return m == csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY ||
+		m == csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
+}
+
+func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
+	if err := s.d.faults.enter(ctx); err != nil {
+		return nil, err
+	}
+	id, target, staging := req.GetVolumeId(), filepath.Clean(req.GetTargetPath()), filepath.Clean(req.GetStagingTargetPath())
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
+	}
+	if req.GetTargetPath() == "" {
+		return nil, status.Error(codes.InvalidArgument, "target_path is required")
+	}
+	if err := checkCapability(req.GetVolumeCapability()); err != nil {
+		return nil, err
+	}
+	if req.GetStagingTargetPath() == "" {
+		return nil, status.Error(codes.InvalidArgument, "staging_target_path is required: mockcsi stages volumes")
+	}
+	release, err := s.d.store.acquire("volume/" + id)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	v, err := s.d.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	stage, ok := v.Staged[staging]
+	if !ok {
+		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s", id, staging)
+	}
+	mode := req.GetVolumeCapability().GetAccessMode().GetMode()
+	readonly := req.GetReadonly() || isReadOnlyMode(mode)
+	if rec, ok := v.Targets[target]; ok && (rec.Readonly != readonly || rec.AccessMode != int32(mode) || rec.StagingPath != staging) {
+		return nil, status.Errorf(codes.AlreadyExists, "volume %s is published at %s with other options", id, target)
+	}
+	for other, rec := range v.Targets {
+		single := mode == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER ||
+			rec.AccessMode == int32(csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER)
+		if other != target && single {
+			return nil, status.Errorf(codes.FailedPrecondition, "volume %s is single-writer and already published at %s", id, other)
+		}
+	}
+
+	method, err := s.publish(id, stage, staging, target, readonly)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "publish %s at %s: %v", id, target, err)
+	}
+	err = s.d.store.update(func(sf *stateFile) error {
+		v, ok := sf.Volumes[id]
+		if !ok {
+			return status.Errorf(codes.NotFound, "volume %s not found", id)
+		}
+		if v.Targets == nil {
+			v.Targets = map[string]*targetRecord{}
+		}
+		v.Targets[target] = &targetRecord{Method: method, Readonly: readonly, AccessMode: int32(mode), StagingPath: staging}
+		return nil
+	})
+	if err != nil {
+		_ = removeTarget(target)
+		return nil, err
+	}
+	return &csi.NodePublishVolumeResponse{}, nil
+}
+
+// publish makes target show the volume: a bind of the staging mount, or a
+// symlink to the volume directory when mounting is not possible. The CO
+// creates target's parent; the SP creates (and later removes) target.
+func (s *nodeServer) publish(id string, stage *stageRecord, staging, target string, readonly bool) (string, error) {
+	src := staging
+	if stage.Method != mountBind {
+		src = s.d.store.volumeDir(id)
+	}
+	if fi, err := os.Lstat(target); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// Published before by the fallback: check it still points right.
+		if dest, err := os.Readlink(target); err == nil && dest == s.d.store.volumeDir(id) {
+			return mountSymlink, nil
+		}
+		return "", fmt.Errorf("%s is a symlink that mockcsi did not make", target)
+	}
+	if err := os.MkdirAll(target, 0o750); err != nil {
+		return "", err
+	}
+	method, err := s.d.mounter.bind(src, target, readonly)
+	if err != nil || method == mountBind {
+		return method, err
+	}
+	// Symlink fallback: replace the empty directory with a link. A
+	// non-empty directory is the workload's data, so Remove refuses it.
+	if err := os.Remove(target); err != nil {
+		return "", err
+	}
+	return mountSymlink, os.Symlink(s.d.store.volumeDir(id), target)
+}
+
+// removeTarget undoes publish whatever method made it: unmount, then
+// remove the empty directory or the symlink.
+func removeTarget(target string) error {
+	if err := unmountAll(target); err != nil {
+		return err
+	}
+	if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+func (s *nodeServer) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+	if err := s.d.faults.enter(ctx); err != nil {
+		return nil, err
+	}
+	id, target := req.GetVolumeId(), filepath.Clean(req.GetTargetPath())
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
+	}
+	if req.GetTargetPath() == "" {
+		return nil, status.Error(codes.InvalidArgument, "target_path is required")
+	}
+	release, err := s.d.store.acquire("volume/" + id)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	v, err := s.d.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := v.Targets[target]; !ok {
+		// Not published there (any more): nothing of ours to remove. The
+		// path, if it exists, belongs to someone else.
+		return &csi.NodeUnpublishVolumeResponse{}, nil
+	}
+	if err := removeTarget(target); err != nil {
+		return nil, status.Errorf(codes.Internal, "unpublish %s from %s: %v", id, target, err)
+	}
+	err = s.d.store.update(func(sf *stateFile) error {
+		if v, ok := sf.Volumes[id]; ok {
+			delete(v.Targets, target)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+// attachedAt reports whether path is one of the volume's staging or target
+// paths: the volume_path of stats and expand must be one of them.
+func attachedAt(v *volume, path string) bool {
+	path = filepath.Clean(path)
+	_, staged := v.Staged[path]
+	_, published := v.Targets[path]
+	return staged || published
+}
+
+func (s *nodeServer) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+	if err := s.d.faults.enter(ctx); err != nil {
+		return nil, err
+	}
+	if req.GetVolumeId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
+	}
+	if req.GetVolumePath() == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume_path is required")
+	}
+	v, err := s.d.lookup(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if !attachedAt(v, req.GetVolumePath()) {
+		return nil, status.Errorf(codes.NotFound, "volume %s is not staged or published at %s", v.ID, req.GetVolumePath())
+	}
+	dir := s.d.store.volumeDir(v.ID)
+	bytes, inodes, err := dirUsage(dir)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "volume %s directory: %v (see NodeGetVolumeHealth)", v.ID, err)
+	}
+	usage := []*csi.VolumeUsage{{
+		Unit:      csi.VolumeUsage_BYTES,
+		Total:     v.CapacityBytes,
+		Used:      bytes,
+		Available: max(v.CapacityBytes-bytes, 0),
+	}}
+	// Inodes are shared with the filesystem holding the state dir.
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err == nil {
+		usage = append(usage, &csi.VolumeUsage{
+			Unit:      csi.VolumeUsage_INODES,
+			Total:     int64(st.Files),
+			Used:      inodes,
+			Available: int64(st.Ffree),
+		})
+	}
+	return &csi.NodeGetVolumeStatsResponse{Usage: usage}, nil
+}
+
+// NodeExpandVolume has nothing to grow (a directory has no filesystem of its
+// own); it checks the request and reports the volume's capacity.
+func (s *nodeServer) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
+	if err := s.d.faults.enter(ctx); err != nil {
+		return nil, err
+	}
+	if req.GetVolumeId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
+	}
+	if req.GetVolumePath() == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume_path is required")
+	}
+	v, err := s.d.lookup(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if !attachedAt(v, req.GetVolumePath()) {
+		return nil, status.Errorf(codes.NotFound, "volume %s is not staged or published at %s", v.ID, req.GetVolumePath())
+	}
+	if want := req.GetCapacityRange().GetRequiredBytes(); want > v.CapacityBytes {
+		return nil, status.Errorf(codes.OutOfRange, "volume %s has %d bytes; expand it on the controller to %d first", v.ID, v.CapacityBytes, want)
+	}
+	return &csi.NodeExpandVolumeResponse{CapacityBytes: v.CapacityBytes}, nil
+}
+
+func (s *nodeServer) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
+	if err := s.d.faults.enter(ctx); err != nil {
+		return nil, err
+	}
+	if req.GetVolumeId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
+	}
+	if _, err := s.d.lookup(req.GetVolumeId()); err != nil {
+		return nil, err
+	}
+	return &csi.NodeGetVolumeHealthResponse{VolumeHealth: s.d.volumeHealth(req.GetVolumeId())}, nil
+}
+
+// NodeGetStorageHealth reports the state dir's filesystem: it is the only
+// storage backend mockcsi has.
+func (s *nodeServer) NodeGetStorageHealth(ctx context.Context, _ *csi.NodeGetStorageHealthRequest) (*csi.NodeGetStorageHealthResponse, error) {
+	if err := s.d.faults.enter(ctx); err != nil {
+		return nil, err
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(s.d.store.dir, &st); err != nil {
+		return &csi.NodeGetStorageHealthResponse{BackendHealth: []*csi.NodeGetStorageHealthResponse_StorageBackendHealth{{
+			Status:  csi.StorageHealthErrorType_STORAGE_UNREACHABLE,
+			Message: fmt.Sprintf("state dir %s: %v", s.d.store.dir, err),
+		}}}, nil
+	}
+	return &csi.NodeGetStorageHealthResponse{}, nil
+}
