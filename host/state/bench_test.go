@@ -1,0 +1,182 @@
+package state
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/pluginhost/pluginhost/dynamic"
+	"go.etcd.io/bbolt"
+)
+
+// uuidish returns a random-looking allocation ID, so keys land all over the
+// B+tree as real allocation UUIDs do, not appended at its right edge.
+func uuidish(r *rand.Rand) string {
+	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", r.Uint32(), r.Uint32()&0xffff, r.Uint32()&0xffff, r.Uint32()&0xffff, r.Uint64()&0xffffffffffff)
+}
+
+func benchPlugin(r *rand.Rand, i int) *dynamic.PluginInfo {
+	alloc := uuidish(r)
+	return &dynamic.PluginInfo{
+		Type:           dynamic.PluginTypeCSINode,
+		Name:           fmt.Sprintf("plugin-%d", i%100),
+		Version:        "1.2.3",
+		AllocID:        alloc,
+		ConnectionInfo: &dynamic.ConnectionInfo{SocketPath: "/var/lib/pluginhost/csi/plugins/" + alloc + "/csi.sock"},
+		Options:        map[string]string{"MountDir": "/csi", "StagePublishBaseDir": "/local/csi"},
+		Seq:            uint64(i + 1),
+		RegisteredAt:   time.Now(),
+	}
+}
+
+// prepopulate writes n plugin records in one transaction: what n Register
+// calls would leave, without n fsyncs. Keys go in sorted, because bbolt only
+// splits nodes at commit: random inserts into one transaction all land in
+// one ever-growing in-memory node, which is quadratic.
+func prepopulate(b *testing.B, path string, n int, r *rand.Rand) {
+	b.Helper()
+	db, err := Open(path, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	type kv struct {
+		k []byte
+		p *dynamic.PluginInfo
+	}
+	recs := make([]kv, n)
+	for i := range recs {
+		p := benchPlugin(r, i)
+		recs[i] = kv{pluginKey(p.Type, p.Name, p.AllocID), p}
+	}
+	slices.SortFunc(recs, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
+	if err := db.bolt.Update(func(tx *bbolt.Tx) error {
+		bk := tx.Bucket([]byte(bucketPlugins))
+		for _, rec := range recs {
+			if err := putJSON(bk, rec.k, rec.p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkRegistryRegisterDeregister measures one Register plus one
+// Deregister (two durable commits) through dynamic.Registry backed by the
+// bbolt store, at growing numbers of registered allocations. The goal is a
+// per-op cost at 100,000 within 1.2x of the cost at 100.
+//
+// The fsync runs are what the agent pays; on a shared disk they are noisy.
+// The nosync runs skip fdatasync (never done outside this benchmark) to show
+// the CPU part alone, which is where tree depth shows.
+func BenchmarkRegistryRegisterDeregister(b *testing.B) {
+	for _, mode := range []string{"fsync", "nosync"} {
+		for _, n := range []int{100, 10_000, 100_000} {
+			b.Run(fmt.Sprintf("%s/allocs=%d", mode, n), func(b *testing.B) {
+				benchRegisterDeregister(b, n, mode == "nosync")
+			})
+		}
+	}
+}
+
+func benchRegisterDeregister(b *testing.B, n int, noSync bool) {
+	r := rand.New(rand.NewPCG(uint64(n), 42))
+	path := filepath.Join(b.TempDir(), "state.db")
+	prepopulate(b, path, n, r)
+	db := openTest(b, path, Options{})
+	db.bolt.NoSync = noSync
+	reg, err := dynamic.New(dynamic.Config{Store: db})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(reg.Shutdown)
+	if got := len(reg.ListAllocs(dynamic.PluginTypeCSINode)); got != n {
+		b.Fatalf("restored %d allocations, want %d", got, n)
+	}
+	i := n
+	for b.Loop() {
+		p := benchPlugin(r, i)
+		p.Seq, p.RegisteredAt = 0, time.Time{}
+		if err := reg.Register(p); err != nil {
+			b.Fatal(err)
+		}
+		if err := reg.Deregister(p.Type, p.Name, p.AllocID); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.StopTimer()
+	if got := len(reg.ListAllocs(dynamic.PluginTypeCSINode)); got != n {
+		b.Fatalf("%d allocations after the run, want %d", got, n)
+	}
+}
+
+// BenchmarkOpenRestore is the agent's start-up cost: verify and open the
+// file, then restore a registry from it.
+func BenchmarkOpenRestore(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("allocs=%d", n), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "state.db")
+			prepopulate(b, path, n, rand.New(rand.NewPCG(uint64(n), 7)))
+			for b.Loop() {
+				db, err := Open(path, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				reg, err := dynamic.New(dynamic.Config{Store: db})
+				if err != nil {
+					b.Fatal(err)
+				}
+				reg.Shutdown()
+				if err := db.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAppendTaskEvent shows that appending costs the same whatever the
+// number of events a task has had: only the last maxTaskEvents are kept and
+// trimming removes one key per append.
+func BenchmarkAppendTaskEvent(b *testing.B) {
+	for _, history := range []uint64{100, 1_000_000} {
+		b.Run(fmt.Sprintf("history=%d", history), func(b *testing.B) {
+			db := openTest(b, filepath.Join(b.TempDir(), "state.db"), Options{})
+			if err := db.PutAlloc(testAlloc("a")); err != nil {
+				b.Fatal(err)
+			}
+			// Fast-forward: the last maxTaskEvents of a long history.
+			if err := db.updateTask("seed", "a", "t", func(tb *bbolt.Bucket) error {
+				eb, err := tb.CreateBucket([]byte(bucketEvents))
+				if err != nil {
+					return err
+				}
+				for seq := history - maxTaskEvents + 1; seq <= history; seq++ {
+					if err := putJSON(eb, seqKey(seq), &TaskEvent{Type: "Tick"}); err != nil {
+						return err
+					}
+				}
+				return eb.SetSequence(history)
+			}); err != nil {
+				b.Fatal(err)
+			}
+			ev := &TaskEvent{Type: "Restarting", Time: time.Now(), Message: "exit code 1", Details: map[string]string{"restart_in": "15s"}}
+			for b.Loop() {
+				if err := db.AppendTaskEvent("a", "t", ev); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			if evs, err := db.TaskEvents("a", "t"); err != nil || len(evs) != maxTaskEvents {
+				b.Fatalf("%d events after the run (%v), want %d", len(evs), err, maxTaskEvents)
+			}
+		})
+	}
+}
