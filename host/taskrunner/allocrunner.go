@@ -42,7 +42,8 @@ func NewUUID() string {
 // NewAllocRunner creates allocation index of group in job, with a new ID,
 // and records it; Run starts it.
 func NewAllocRunner(cfg *Config, job *jobspec.Job, group string, index int) (*AllocRunner, error) {
-	if err := cfg.validate(); err != nil {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
 		return nil, err
 	}
 	if job == nil {
@@ -71,7 +72,8 @@ func NewAllocRunner(cfg *Config, job *jobspec.Job, group string, index int) (*Al
 // RestoreAllocRunner rebuilds the runner of a stored allocation; Run then
 // re-adopts its live tasks and deals with the ones that died meanwhile.
 func RestoreAllocRunner(cfg *Config, as *state.AllocState) (*AllocRunner, error) {
-	if err := cfg.validate(); err != nil {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
 		return nil, err
 	}
 	if as == nil || as.Alloc == nil || as.Alloc.Job == nil {

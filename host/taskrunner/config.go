@@ -55,6 +55,16 @@ type Config struct {
 	Logger hclog.Logger
 }
 
+// withDefaults returns a copy with defaults applied: one Config is shared by
+// every runner, possibly created concurrently, so it is never written to.
+func (c *Config) withDefaults() (*Config, error) {
+	if c == nil {
+		return nil, errors.New("taskrunner: nil Config")
+	}
+	cp := *c
+	return &cp, cp.validate()
+}
+
 func (c *Config) validate() error {
 	if c.DataDir == "" {
 		return errors.New("taskrunner: DataDir is required")

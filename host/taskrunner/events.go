@@ -22,6 +22,8 @@ const (
 	EventKilled        = "Killed"
 	EventSignaling     = "Signaling"
 	EventKillFailed    = "Kill Failed"
+	// EventLogShipperGone: a re-adopted task's log shipper died meanwhile.
+	EventLogShipperGone = "Log Shipper Gone"
 )
 
 func newEvent(typ, msg string) *state.TaskEvent {

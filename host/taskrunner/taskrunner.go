@@ -285,6 +285,14 @@ func (tr *TaskRunner) restore(ctx context.Context) (driver.Task, bool) {
 		return nil, false
 	}
 	tr.emit(newEvent(EventReattached, "Task re-adopted after agent restart (pid "+strconv.Itoa(h.Pid)+")"))
+	if h.LogmonPid > 0 {
+		if st, err := driver.ProcStartTime(h.LogmonPid); err != nil || st != h.LogmonStartTime {
+			// The task's output pipes have no reader: its next write
+			// fails (EPIPE) or kills it (SIGPIPE). Say so; the restart that
+			// follows gets a new shipper.
+			tr.emit(newEvent(EventLogShipperGone, fmt.Sprintf("Log shipper (pid %d) is gone; task output is not being recorded", h.LogmonPid)))
+		}
+	}
 	tr.setRunning(t)
 	tr.setState(func(s *state.TaskState) { s.State = state.TaskStateRunning })
 	tr.req.Restored = true

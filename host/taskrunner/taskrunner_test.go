@@ -345,3 +345,41 @@ func TestGoPluginTaskSurvivesAgentRestart(t *testing.T) {
 	}
 	_ = driver.ErrTaskGone
 }
+
+func TestRestoreNoticesDeadLogShipper(t *testing.T) {
+	a := newAgent(t, "")
+	ar := a.run(testJob(jobspec.JobTypeService, rawTask("web", "sleep")))
+	a.ev.wait(t, "web", EventStarted, 1)
+	h := handle(t, ar, "web")
+	// The task's only write must have reached the shipper before it dies:
+	// a later write would find no reader and SIGPIPE would kill the task.
+	waitFile(t, filepath.Join(ar.AllocDir(), "alloc", "logs", "web.stdout.0"))
+	a.close()
+	if err := syscall.Kill(h.LogmonPid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, h.LogmonPid)
+	b := a.restart()
+	b.ev.wait(t, "web", EventLogShipperGone, 1)
+	if b.ev.count("web", EventReattached) != 1 {
+		t.Fatalf("events %v; terminated: %+v", b.ev.events, b.ev.last("web", EventTerminated))
+	}
+	if ev := b.ev.wait(t, "web", EventLogShipperGone, 1); !strings.Contains(ev.Message, "not being recorded") {
+		t.Fatalf("event %q", ev.Message)
+	}
+}
+
+func TestSignalTask(t *testing.T) {
+	a := newAgent(t, "")
+	ar := a.run(testJob(jobspec.JobTypeService, rawTask("web", "sleep")))
+	a.ev.wait(t, "web", EventStarted, 1)
+	handle(t, ar, "web")
+	if err := ar.Task("web").Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	a.ev.wait(t, "web", EventSignaling, 1)
+	if ev := a.ev.wait(t, "web", EventTerminated, 1); ev.Signal != int(syscall.SIGTERM) {
+		t.Fatalf("terminated %+v, want by SIGTERM", ev)
+	}
+	a.ev.wait(t, "web", EventStarted, 2) // service tasks restart
+}
