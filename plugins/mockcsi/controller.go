@@ -219,11 +219,15 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 	if (srcSnap != "" || srcVol != "") && srcDir == "" {
 		return nil, status.Errorf(codes.NotFound, "content source %s%s not found", srcSnap, srcVol)
 	}
-	if srcDir != "" && size < srcSize {
-		if req.GetCapacityRange().GetRequiredBytes() > 0 || !fits(srcSize, req.GetCapacityRange()) {
-			return nil, status.Errorf(codes.OutOfRange, "capacity %d is smaller than the source's %d", size, srcSize)
+	if srcDir != "" {
+		// A copy keeps its source's size unless asked for more; it can
+		// never be smaller than what it copies.
+		if req.GetCapacityRange().GetRequiredBytes() == 0 {
+			size = srcSize
 		}
-		size = srcSize
+		if size < srcSize || !fits(size, req.GetCapacityRange()) {
+			return nil, status.Errorf(codes.OutOfRange, "capacity range %v cannot hold the source's %d bytes", req.GetCapacityRange(), srcSize)
+		}
 	}
 	if size > free {
 		return nil, status.Errorf(codes.OutOfRange, "not enough capacity: %d bytes requested, %d free of %d", size, free, s.d.capacity)
