@@ -27,6 +27,7 @@ func run(m *testing.M) int {
 		"testtask":   "../driver/internal/testtask",
 		"testplugin": "../driver/internal/testplugin",
 		"logmon":     "../logmon/internal/logmonbin",
+		"testagent":  "./internal/testagent",
 	}
 	for name, pkg := range bins {
 		if b, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput(); err != nil {
