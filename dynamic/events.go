@@ -38,8 +38,10 @@ func (t EventType) String() string {
 	return fmt.Sprintf("EventType(%d)", int(t))
 }
 
-// Event is one change to the registry. Every subscriber receives its own
-// copy, so a consumer may keep or modify it.
+// Event is one change to the registry. All subscribers of a type receive
+// the same *Event, so treat it as read-only (Info.Copy() gives a private
+// copy). It never aliases registry state: modifying it cannot corrupt the
+// registry, only confuse other subscribers.
 type Event struct {
 	Type EventType
 	// Info is the allocation the event is about, never another one.
@@ -47,10 +49,6 @@ type Event struct {
 	// Active says whether Info is the active instance of its plugin after
 	// this change.
 	Active bool
-}
-
-func (e *Event) copy() *Event {
-	return &Event{Type: e.Type, Info: e.Info.Copy(), Active: e.Active}
 }
 
 // eventNode is one link of a feed. A node is immutable once published except
@@ -74,9 +72,12 @@ func newFeed() *feed {
 	return &feed{tail: &eventNode{ready: make(chan struct{})}}
 }
 
-// publish appends ev in O(1) whatever the number of subscribers. The caller
-// holds the registry's write lock, which is what orders events per type.
-func (f *feed) publish(ev *Event) {
+// publish appends an event in O(1) whatever the number of subscribers. The
+// caller holds the registry's write lock, which is what orders events per
+// type. The event gets its own copy of info, made once and shared by every
+// subscriber: copying per subscriber tripled the cost of a fan-out.
+func (f *feed) publish(typ EventType, info *PluginInfo, active bool) {
+	ev := &Event{Type: typ, Info: info.Copy(), Active: active}
 	n := &eventNode{ev: ev, ready: make(chan struct{})}
 	f.tail.next = n
 	close(f.tail.ready)
@@ -122,30 +123,34 @@ func (r *Registry) subscribe(ctx context.Context, pluginType string, snapshot bo
 	r.subs.Add(1)
 	r.mu.Unlock()
 
-	go r.deliver(ctx, start, out)
+	// One stop channel for both the subscriber's ctx and the registry's
+	// shutdown: two-way selects in the delivery loop instead of three-way
+	// ones are a measurable share of a 1,000-subscriber fan-out.
+	sctx, cancel := context.WithCancel(ctx)
+	unlink := context.AfterFunc(r.base, cancel)
+	go func() {
+		defer r.subs.Done()
+		defer unlink()
+		defer cancel()
+		deliver(sctx.Done(), start, out)
+	}()
 	return active, out
 }
 
 // deliver walks the feed from the node the subscriber joined at and hands
-// each event to out. It is owned by the registry (r.subs) and ends with the
-// subscriber's ctx or the registry's shutdown.
-func (r *Registry) deliver(ctx context.Context, cur *eventNode, out chan<- *Event) {
-	defer r.subs.Done()
+// each event to out until stop is closed; then it closes out.
+func deliver(stop <-chan struct{}, cur *eventNode, out chan<- *Event) {
 	defer close(out)
 	for {
 		select {
 		case <-cur.ready:
-		case <-ctx.Done():
-			return
-		case <-r.done:
+		case <-stop:
 			return
 		}
 		cur = cur.next
 		select {
-		case out <- cur.ev.copy():
-		case <-ctx.Done():
-			return
-		case <-r.done:
+		case out <- cur.ev:
+		case <-stop:
 			return
 		}
 	}

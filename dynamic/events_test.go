@@ -72,20 +72,21 @@ func TestSubscribeIsPerType(t *testing.T) {
 	expectEvents(t, ctrls, want{EventRegistered, "c1", true})
 }
 
-func TestSubscriberOwnsItsEvents(t *testing.T) {
+func TestEventsDoNotAliasState(t *testing.T) {
 	r := newRegistry(t, nil)
-	a := r.Subscribe(t.Context(), PluginTypeCSINode)
-	b := r.Subscribe(t.Context(), PluginTypeCSINode)
+	ch := r.Subscribe(t.Context(), PluginTypeCSINode)
 	mustRegister(t, r, node("p", "a1"))
-	evA := next(t, a)
-	evA.Info.ConnectionInfo.SocketPath = "/tampered"
-	evA.Info.Options["mount_dir"] = "/tampered"
-	evB := next(t, b)
-	if evB.Info.ConnectionInfo.SocketPath == "/tampered" || evB.Info.Options["mount_dir"] == "/tampered" {
-		t.Fatal("subscribers share event info")
-	}
-	if got, _ := r.Active(PluginTypeCSINode, "p"); got.ConnectionInfo.SocketPath == "/tampered" {
+	ev := next(t, ch)
+	ev.Info.ConnectionInfo.SocketPath = "/tampered"
+	ev.Info.Options["mount_dir"] = "/tampered"
+	got, _ := r.Active(PluginTypeCSINode, "p")
+	if got.ConnectionInfo.SocketPath == "/tampered" || got.Options["mount_dir"] == "/tampered" {
 		t.Fatal("event info aliases registry state")
+	}
+	// Nor does a later event about the same allocation reuse the old info.
+	mustDeregister(t, r, PluginTypeCSINode, "p", "a1")
+	if ev := next(t, ch); ev.Info.ConnectionInfo.SocketPath == "/tampered" {
+		t.Fatal("events share info with earlier events")
 	}
 }
 

@@ -44,8 +44,10 @@ type Registry struct {
 	logger hclog.Logger
 	store  Store
 
-	// done is closed by Shutdown; subscriber goroutines and waiters watch it.
-	done chan struct{}
+	// base is cancelled by Shutdown; subscriber goroutines and waiters
+	// watch it.
+	base context.Context
+	stop context.CancelFunc
 	// subs counts subscriber goroutines, so Shutdown can wait for them.
 	subs sync.WaitGroup
 
@@ -116,17 +118,18 @@ func New(cfg Config) (*Registry, error) {
 	r := &Registry{
 		logger:     logger.Named("dynamic"),
 		store:      store,
-		done:       make(chan struct{}),
 		plugins:    make(map[string]map[string]*pluginSet),
 		feeds:      make(map[string]*feed),
 		dispensers: maps.Clone(cfg.Dispensers),
 		nextSeq:    1,
 	}
+	r.base, r.stop = context.WithCancel(context.Background())
 	if r.dispensers == nil {
 		r.dispensers = make(map[string]DispenseFunc)
 	}
 	records, err := store.Plugins()
 	if err != nil {
+		r.stop()
 		return nil, fmt.Errorf("restore plugin registry: %w", err)
 	}
 	r.restore(records)
@@ -217,7 +220,7 @@ func (r *Registry) Register(info *PluginInfo) error {
 	}
 	r.nextSeq++
 	r.setLocked(info.Type, info.Name, true).push(&allocEntry{info: added})
-	r.feedLocked(info.Type).publish(&Event{Type: EventRegistered, Info: added, Active: true})
+	r.feedLocked(info.Type).publish(EventRegistered, added, true)
 	r.logger.Debug("plugin registered", "type", added.Type, "name", added.Name, "alloc_id", added.AllocID,
 		"version", added.Version, "seq", added.Seq)
 	return nil
@@ -235,7 +238,7 @@ func (r *Registry) updateLocked(set *pluginSet, e *allocEntry, info *PluginInfo)
 	}
 	e.info = updated
 	active := set.tail == e
-	r.feedLocked(info.Type).publish(&Event{Type: EventUpdated, Info: updated, Active: active})
+	r.feedLocked(info.Type).publish(EventUpdated, updated, active)
 	r.logger.Debug("plugin updated", "type", updated.Type, "name", updated.Name, "alloc_id", updated.AllocID,
 		"version", updated.Version, "active", active)
 	return nil
@@ -279,10 +282,10 @@ func (r *Registry) Deregister(pluginType, name, allocID string) error {
 	wasActive := set.tail == e
 	set.remove(e)
 	f := r.feedLocked(pluginType)
-	f.publish(&Event{Type: EventDeregistered, Info: e.info})
+	f.publish(EventDeregistered, e.info, false)
 	r.logger.Debug("plugin deregistered", "type", pluginType, "name", name, "alloc_id", allocID, "was_active", wasActive)
 	if wasActive && set.tail != nil {
-		f.publish(&Event{Type: EventActivated, Info: set.tail.info, Active: true})
+		f.publish(EventActivated, set.tail.info, true)
 		r.logger.Debug("plugin activated", "type", pluginType, "name", name, "alloc_id", set.tail.info.AllocID)
 	}
 	r.cleanupSetLocked(pluginType, name)
@@ -422,7 +425,7 @@ func (r *Registry) WaitForPlugin(ctx context.Context, pluginType, name string) (
 		case <-cur.ready:
 		case <-ctx.Done():
 			return nil, fmt.Errorf("wait for %s plugin %q: %w", pluginType, name, ctx.Err())
-		case <-r.done:
+		case <-r.base.Done():
 			return nil, fmt.Errorf("wait for %s plugin %q: %w", pluginType, name, ErrShutdown)
 		}
 		cur = cur.next
@@ -440,7 +443,7 @@ func (r *Registry) Shutdown() {
 	r.mu.Lock()
 	if !r.shut {
 		r.shut = true
-		close(r.done)
+		r.stop()
 		r.logger.Debug("plugin registry shut down")
 	}
 	r.mu.Unlock()
