@@ -115,14 +115,17 @@
 //     NoFreelistSync, as etcd does: commits never write the freelist, and
 //     Open rebuilds it by walking the tree, a cost paid once at start, where
 //     we walk the tree anyway to validate it.
-//   - freelist allocation: the default array freelist scans for free runs,
-//     linear in the free page count; measured here it made a commit at
-//     100,000 records five times slower than at 100. FreelistMapType (hash
-//     map of spans) allocates in constant time.
+//   - freelist allocation: the default array freelist scans a sorted array
+//     for a run of free pages, linear in the free page count, so a
+//     fragmented file (many allocations gone) slows every commit.
+//     FreelistMapType keeps free spans in hash maps and allocates in
+//     constant time. On a freshly loaded file the two measure the same;
+//     the choice is for the fragmented file a long-lived agent ends with.
 //
-// With those choices the fsyncs dominate and stay the same size, and a
+// With those choices the two fdatasyncs dominate and do not grow, and a
 // Register plus Deregister costs about the same at 100 and at 100,000
-// registered allocations (see BenchmarkRegistryRegisterDeregister). The CPU
-// part alone (measured with NoSync) roughly doubles from 100 to 100,000,
-// which is the depth going from 2 to 4.
+// registered allocations (BenchmarkRegistryRegisterDeregister/fsync). The
+// CPU part alone (the nosync sub-benchmarks) grows about 1.8x from 100 to
+// 100,000: the depth going from 2 to 4, two more page copies and pwrites per
+// commit, and a larger heap for the garbage collector to scan.
 package state
