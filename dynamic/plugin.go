@@ -119,9 +119,12 @@ func sameRegistration(a, b *PluginInfo) bool {
 // whatever the number of stored plugins (write one record, not the whole set).
 type Store interface {
 	// PutPlugin inserts or replaces the record keyed by (Type, Name, AllocID).
+	// info is the registry's own: read it, never keep or modify it.
 	PutPlugin(info *PluginInfo) error
 	// DeletePlugin removes one record; deleting a missing record is not an error.
 	DeletePlugin(pluginType, name, allocID string) error
-	// Plugins returns every stored record, in any order.
+	// Plugins returns every stored record, in any order. The records must
+	// be fresh values: the registry keeps them without copying, so that
+	// restoring 100,000 plugins does not copy each one twice.
 	Plugins() ([]*PluginInfo, error)
 }

@@ -149,17 +149,25 @@ func (r *Registry) restore(records []*PluginInfo) {
 		k := pluginKey{rec.Type, rec.Name, rec.AllocID}
 		if i, dup := seen[k]; dup {
 			if rec.Seq > valid[i].Seq {
-				valid[i] = rec.Copy()
+				valid[i] = rec
 			}
 			continue
 		}
 		seen[k] = len(valid)
-		valid = append(valid, rec.Copy())
+		valid = append(valid, rec)
 	}
 	// Ties (records from before Seq existed have Seq 0) fall back to
 	// registration time and then alloc ID, so a restore is deterministic.
+	// The tie-breakers only run on ties: evaluating them eagerly (cmp.Or)
+	// made sorting 100,000 records several times slower.
 	slices.SortFunc(valid, func(a, b *PluginInfo) int {
-		return cmp.Or(cmp.Compare(a.Seq, b.Seq), a.RegisteredAt.Compare(b.RegisteredAt), cmp.Compare(a.AllocID, b.AllocID))
+		if c := cmp.Compare(a.Seq, b.Seq); c != 0 {
+			return c
+		}
+		if c := a.RegisteredAt.Compare(b.RegisteredAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.AllocID, b.AllocID)
 	})
 	for _, info := range valid {
 		r.setLocked(info.Type, info.Name, true).push(&allocEntry{info: info})
