@@ -246,11 +246,14 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 	dir := s.d.store.volumeDir(v.ID)
 	err = materialize(dir, func(tmp string) error {
 		if srcDir != "" {
-			return copyTree(srcDir, tmp)
+			return copyTree(ctx, srcDir, tmp)
 		}
 		return os.Mkdir(tmp, 0o777)
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
 		return nil, status.Errorf(codes.Internal, "create volume directory: %v", err)
 	}
 	err = s.d.store.update(func(sf *stateFile) error {

@@ -78,7 +78,10 @@ func (s *controllerServer) CreateSnapshot(ctx context.Context, req *csi.CreateSn
 		CreatedAt:      time.Now().UTC(),
 	}
 	dir := s.d.store.snapshotDir(sn.ID)
-	if err := materialize(dir, func(tmp string) error { return copyTree(s.d.store.volumeDir(src), tmp) }); err != nil {
+	if err := materialize(dir, func(tmp string) error { return copyTree(ctx, s.d.store.volumeDir(src), tmp) }); err != nil {
+		if ctx.Err() != nil {
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
 		return nil, status.Errorf(codes.Internal, "copy volume %s: %v", src, err)
 	}
 	err = s.d.store.update(func(sf *stateFile) error {

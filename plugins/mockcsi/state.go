@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -298,10 +299,14 @@ func syncDir(dir string) error {
 }
 
 // copyTree copies the regular files, directories and symlinks under src to
-// dst (which must not exist). It is how snapshots and clones are made.
-func copyTree(src, dst string) error {
+// dst (which must not exist). It is how snapshots and clones are made. A
+// large copy stops when ctx ends; the caller discards the partial copy.
+func copyTree(ctx context.Context, src, dst string) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		rel, err := filepath.Rel(src, p)
