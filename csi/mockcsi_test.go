@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,16 +36,17 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// TestManagerFingerprintsRealMockCSI runs the real mockcsi binary as a
-// standalone CSI driver (CSI_ENDPOINT, as under Nomad or Kubernetes),
-// registers it as a monolith and checks what the manager learns.
-func TestManagerFingerprintsRealMockCSI(t *testing.T) {
+// startMockCSI runs the real mockcsi binary as a standalone CSI driver
+// (CSI_ENDPOINT, as under Nomad or Kubernetes) and returns its socket once
+// it answers. The process is killed at cleanup.
+func startMockCSI(t *testing.T, env ...string) string {
+	t.Helper()
 	bin := testbin.MustPath(t, "mockcsi")
 	dir := shortDir(t)
 	socket := filepath.Join(dir, "csi.sock")
 
 	cmd := exec.Command(bin, "--state-dir", filepath.Join(dir, "state"), "--node-id", "test-node")
-	cmd.Env = append(cmd.Environ(), "CSI_ENDPOINT=unix://"+socket)
+	cmd.Env = append(append(cmd.Environ(), "CSI_ENDPOINT=unix://"+socket), env...)
 	var out lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -65,6 +67,7 @@ func TestManagerFingerprintsRealMockCSI(t *testing.T) {
 
 	// Wait until the driver answers: the client's own retries ride out
 	// the time before it listens, and its exit ends the wait at once.
+	// GetPluginInfo, not Probe, since some tests make Probe fail.
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	go func() {
@@ -75,9 +78,18 @@ func TestManagerFingerprintsRealMockCSI(t *testing.T) {
 		}
 	}()
 	c := testClient(t, socket, RetryPolicy{MaxAttempts: 1000, BaseDelay: 5 * time.Millisecond, MaxDelay: 50 * time.Millisecond})
-	if _, err := c.Probe(ctx, &csipb.ProbeRequest{}); err != nil {
+	if _, err := c.GetPluginInfo(ctx, &csipb.GetPluginInfoRequest{}); err != nil {
 		t.Fatalf("mockcsi never answered: %v", err)
 	}
+	return socket
+}
+
+// TestManagerFingerprintsRealMockCSI registers the real driver as a
+// monolith and checks what the manager learns.
+func TestManagerFingerprintsRealMockCSI(t *testing.T) {
+	socket := startMockCSI(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
 
 	h := newHarness(t, nil, time.Hour)
 	h.register(t, dynamic.PluginTypeCSIController, "mock", "alloc-1", socket)
@@ -112,4 +124,19 @@ func TestManagerFingerprintsRealMockCSI(t *testing.T) {
 		t.Errorf("node capabilities %q", node.NodeCapabilities)
 	}
 	t.Logf("mockcsi: plugin caps %q, controller caps %q, node caps %q", ctrl.PluginCapabilities, ctrl.ControllerCapabilities, node.NodeCapabilities)
+}
+
+// The real driver's injected Probe failure is reported as unhealthy, with
+// the driver's own message.
+func TestManagerRealMockCSIProbeFailure(t *testing.T) {
+	socket := startMockCSI(t, "MOCKCSI_PROBE_FAIL=1")
+	h := newHarness(t, nil, time.Hour)
+	if err := h.m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h.register(t, dynamic.PluginTypeCSINode, "mock", "alloc-1", socket)
+	e := h.expect(t, "alloc-1", false)
+	if !strings.Contains(e.Description, "probe failed") {
+		t.Fatalf("event %q", e)
+	}
 }
