@@ -24,7 +24,8 @@
 // allocations, and the tail is always the active instance.
 //
 // A *PluginInfo held by the registry is never modified after it is stored;
-// an update swaps the pointer. Everything handed out is a copy.
+// an update swaps the pointer. Everything handed out is a copy, and the
+// registry copies what it is given, so no caller can alias its state.
 //
 // # Persistence
 //
@@ -35,7 +36,10 @@
 // knows its plugins before any supervisor has re-registered, and the same
 // allocation stays active. Unlike Nomad's registry, whose saved state
 // serialises a container/list to an empty map, what is stored is what is
-// restored.
+// restored. Records that fail validation are skipped with a warning but
+// left in the store; ties in Seq (records written without one) are broken
+// by RegisteredAt and then AllocID, so every restore picks the same active
+// instance.
 //
 // # Events
 //
@@ -44,7 +48,9 @@
 // node is appended. Publishing is O(1) and happens under the write lock,
 // which is what makes events totally ordered per type. Each subscriber owns
 // a goroutine that walks the list from the node that was the tail when it
-// subscribed and hands events to an unbuffered channel. Nothing ever waits
+// subscribed and hands events to an unbuffered channel. Each event is
+// built once, with its own copy of the PluginInfo, and the same *Event goes
+// to every subscriber: consumers treat it as read-only. Nothing ever waits
 // for a subscriber: a subscriber that stops reading only keeps the nodes
 // behind it alive, and gets every one of them, in order, when it reads
 // again. Nodes nobody still has to walk are garbage. Nomad instead sends
