@@ -148,6 +148,8 @@ func TestKillTimeoutEscalates(t *testing.T) {
 	ar := a.run(testJob(jobspec.JobTypeService, task))
 	a.ev.wait(t, "stubborn", EventStarted, 1)
 	handle(t, ar, "stubborn")
+	// "ready" is printed once SIGINT is ignored.
+	waitFile(t, filepath.Join(ar.AllocDir(), "alloc", "logs", "stubborn.stdout.0"))
 	a.stop(ar)
 	if ev := a.ev.last("stubborn", EventKilled); ev == nil || ev.Signal != int(syscall.SIGKILL) {
 		t.Fatalf("killed event %+v, want SIGKILL after kill_timeout", ev)
@@ -284,6 +286,10 @@ func TestLogsFlowWhileAgentDown(t *testing.T) {
 	if h.LogmonPid == 0 || !alive(h.LogmonPid, h.LogmonStartTime) {
 		t.Fatalf("no live log shipper recorded: %+v", h)
 	}
+	// "ready" in the log means the task's signal handlers are installed
+	// (before that, Go ignores SIGUSR1/2).
+	logDir := filepath.Join(a.dataDir, "alloc", ar.ID(), "alloc", "logs")
+	waitFile(t, filepath.Join(logDir, "chatty.stdout.0"))
 	a.close() // agent down
 
 	// 100 lines of 100 bytes, twice, to each stream.
@@ -298,7 +304,6 @@ func TestLogsFlowWhileAgentDown(t *testing.T) {
 	waitGone(t, h.Pid)
 	waitGone(t, h.LogmonPid) // it exits once the task's pipes close
 
-	logDir := filepath.Join(a.dataDir, "alloc", ar.ID(), "alloc", "logs")
 	ents, err := os.ReadDir(logDir)
 	if err != nil {
 		t.Fatal(err)
