@@ -2,8 +2,18 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/cli"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/pluginhost/pluginhost/examples"
+	"github.com/pluginhost/pluginhost/host"
+	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/config"
 )
 
 // AgentCommand runs the agent.
@@ -21,6 +31,7 @@ Usage: pluginhost agent [-config FILE | -dev]
   files listed in its configuration, and re-attaches to the plugins a
   previous run left behind (also after kill -9). SIGINT or SIGTERM stop
   the agent; plugins keep running and are adopted by the next agent.
+  'pluginhost job stop' stops a job's tasks.
 
 Options:
 
@@ -28,7 +39,9 @@ Options:
     The agent configuration file (HCL). Required unless -dev.
 
   -dev
-    Run with a temporary data dir and debug logging, for trying things out.
+    Run with a temporary data dir and debug logging, listening on the
+    CLI's default address, with the demo job (mockcsi) running. On exit a
+    dev agent stops its jobs and deletes its data dir.
 `)
 }
 
@@ -47,18 +60,107 @@ func (c *AgentCommand) Run(args []string) int {
 	if cfgPath == "" && !dev {
 		return c.usageError("agent", "Either -config FILE or -dev is required")
 	}
+	if cfgPath != "" && dev {
+		return c.usageError("agent", "-config and -dev exclude each other")
+	}
 	return runAgent(c.Ctx, cfgPath, dev, c.Ui)
 }
 
 // runAgent builds the agent from its configuration, serves the API and
 // blocks until ctx ends; it returns the process exit code.
-//
-// STUB(lead): the lead engineer fills this in with host.NewAgent(...) and
-// api.NewServer(api.ServerConfig{Addr: cfg.Addr, Backend: agent, Logger: log}).
-// Until then the binary cannot run an agent.
 func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
-	_ = ctx
-	_, _ = cfgPath, dev
-	ui.Error("pluginhost: the agent is not built yet (runAgent in cmd/pluginhost/agent.go is a stub)")
-	return 1
+	var cfg *config.Config
+	if dev {
+		dir, err := devConfig()
+		if err != nil {
+			ui.Error(err.Error())
+			return 1
+		}
+		defer os.RemoveAll(dir.DataDir)
+		cfg = dir
+	} else {
+		var err error
+		cfg, err = config.ParseFile(cfgPath)
+		if err != nil {
+			ui.Error(err.Error())
+			return 1
+		}
+	}
+	logger := hclog.New(&hclog.LoggerOptions{
+		Name:       "pluginhost",
+		Level:      hclog.LevelFromString(cfg.LogLevel),
+		JSONFormat: cfg.LogJSON,
+		Output:     os.Stderr,
+	})
+	exe, err := os.Executable()
+	if err != nil {
+		ui.Error(fmt.Sprintf("pluginhost: finding own binary for the log shipper: %v", err))
+		return 1
+	}
+	agent, err := host.NewAgent(cfg, host.Options{
+		Logger:        logger,
+		LogmonCommand: []string{exe, "logmon"},
+		ExtraHooks:    csiPluginHooks,
+	})
+	if err != nil {
+		ui.Error(err.Error())
+		return 1
+	}
+	addr, err := listenAddr(cfg, dev)
+	if err != nil {
+		ui.Error(err.Error())
+		return 1
+	}
+	serve := func(ctx context.Context, a *host.Agent) error {
+		srv, err := api.NewServer(api.ServerConfig{Addr: addr, Backend: a, Logger: logger})
+		if err != nil {
+			return err
+		}
+		a.SetAddr(srv.Addr())
+		ui.Output(fmt.Sprintf("==> pluginhost agent started. Data dir: %s", cfg.DataDir))
+		ui.Output(fmt.Sprintf("    API: export PLUGINHOST_ADDR=%s", srv.Addr()))
+		return srv.Serve(ctx)
+	}
+	if err := agent.Run(ctx, serve); err != nil {
+		ui.Error(err.Error())
+		return 1
+	}
+	return 0
+}
+
+// listenAddr is where the HTTP API listens, as api.ParseAddr reads it.
+func listenAddr(cfg *config.Config, dev bool) (string, error) {
+	if dev && cfg.Addr == "" {
+		return api.DefaultAddr, nil
+	}
+	network, address, err := cfg.APIListenAddr()
+	if err != nil {
+		return "", err
+	}
+	if network == "unix" {
+		return "unix://" + address, nil
+	}
+	return address, nil
+}
+
+// devConfig is -dev: a temporary data dir with the demo job in it.
+func devConfig() (*config.Config, error) {
+	cfg := config.Dev()
+	dir, err := os.MkdirTemp("", "pluginhost-dev-")
+	if err != nil {
+		return nil, fmt.Errorf("pluginhost: dev data dir: %w", err)
+	}
+	cfg.DataDir = dir
+	cfg.LogLevel = "debug"
+	demo := filepath.Join(dir, "demo.hcl")
+	if err := os.WriteFile(demo, examples.Demo, 0o644); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pluginhost: writing the demo job: %w", err)
+	}
+	cfg.Jobs = []string{demo}
+	if err := cfg.Validate(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pluginhost: %s", strings.TrimSpace(err.Error()))
+	}
+	return cfg, nil
 }

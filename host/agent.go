@@ -1,0 +1,453 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/pluginhost/pluginhost/csi"
+	"github.com/pluginhost/pluginhost/dynamic"
+	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/config"
+	"github.com/pluginhost/pluginhost/host/driver"
+	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/state"
+	"github.com/pluginhost/pluginhost/host/taskrunner"
+	"github.com/pluginhost/pluginhost/sdk"
+)
+
+// Version is the agent's version, reported by the API.
+const Version = "0.1.0"
+
+// StateFileName is the bbolt file under the data dir.
+const StateFileName = "state.db"
+
+// Options are what NewAgent needs besides the configuration.
+type Options struct {
+	Logger hclog.Logger
+	// LogmonCommand starts a log shipper; nil means this binary's
+	// `logmon` subcommand.
+	LogmonCommand []string
+	// ExtraHooks adds task hooks (the CSI plugin supervisor). Nil means
+	// none; cmd/pluginhost passes the CSI supervisor.
+	ExtraHooks func(*Agent) func(req *taskrunner.HookRequest) []taskrunner.Hook
+}
+
+// Agent is one running pluginhost agent. Create it with NewAgent, run it
+// with Run.
+type Agent struct {
+	cfg    *config.Config
+	logger hclog.Logger
+
+	db        *state.DB
+	registry  *dynamic.Registry
+	csi       *csi.Manager
+	watcher   *driver.Watcher
+	runnerCfg *taskrunner.Config
+	events    *broker
+	taskQueue *eventQueue
+
+	startTime time.Time
+	ready     atomic.Bool
+	addr      string
+
+	// jobMu serialises job submissions and stops, so that two clients
+	// submitting the same job cannot both start allocations for it.
+	jobMu sync.Mutex
+
+	mu     sync.Mutex
+	allocs map[string]*allocEntry
+	// changed is closed and replaced whenever an allocation's status
+	// may have changed; waiters select on it instead of polling.
+	changed chan struct{}
+
+	wg sync.WaitGroup
+}
+
+// allocEntry is an allocation the agent runs or remembers.
+type allocEntry struct {
+	runner *taskrunner.AllocRunner
+	jobID  string
+}
+
+// NewAgent opens the state store, restores the plugin registry and starts the
+// CSI manager. Allocations are restored by Run.
+func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
+	if cfg == nil {
+		return nil, errors.New("agent: no configuration")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	a = &Agent{
+		cfg:       cfg,
+		logger:    logger.Named("agent"),
+		events:    newBroker(),
+		taskQueue: newEventQueue(),
+		allocs:    make(map[string]*allocEntry),
+		changed:   make(chan struct{}),
+		startTime: time.Now(),
+	}
+	// Undo what was built if a later step fails.
+	var closers []func()
+	defer func() {
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				closers[i]()
+			}
+		}
+	}()
+
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("agent: data dir: %w", err)
+	}
+	a.db, err = state.Open(filepath.Join(cfg.DataDir, StateFileName), state.Options{Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	closers = append(closers, func() { a.db.Close() })
+
+	a.registry, err = dynamic.New(dynamic.Config{Store: a.db, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("agent: restoring the plugin registry: %w", err)
+	}
+	closers = append(closers, a.registry.Shutdown)
+
+	a.csi, err = csi.NewManager(csi.ManagerConfig{
+		Registry:            a.registry,
+		Logger:              logger,
+		FingerprintInterval: cfg.CSI.FingerprintInterval,
+		FingerprintTimeout:  cfg.CSI.ProbeTimeout,
+		OnHealthChange:      a.onHealthChange,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agent: csi manager: %w", err)
+	}
+
+	a.watcher, err = driver.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("agent: process watcher: %w", err)
+	}
+	closers = append(closers, func() { a.watcher.Close() })
+	drivers, err := driver.Builtin(a.watcher, &driver.GoPluginConfig{
+		Watcher:    a.watcher,
+		Handshake:  sdk.Handshake(),
+		PluginSets: sdk.HostPlugins(),
+		Dispense:   sdk.PluginCSI,
+		Logger:     logger.Named("go_plugin"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agent: drivers: %w", err)
+	}
+
+	a.runnerCfg = &taskrunner.Config{
+		DataDir:       cfg.DataDir,
+		SocketRoot:    cfg.Plugin.SocketDir,
+		Store:         a.db,
+		Drivers:       drivers,
+		LogmonCommand: opts.LogmonCommand,
+		OnEvent:       a.taskQueue.push,
+		NodeName:      cfg.NodeName,
+		Datacenter:    cfg.Datacenter,
+		Logger:        logger,
+	}
+	if opts.ExtraHooks != nil {
+		a.runnerCfg.ExtraHooks = opts.ExtraHooks(a)
+	}
+	return a, nil
+}
+
+// Registry is the agent's plugin registry (the CSI supervisor registers
+// plugins in it).
+func (a *Agent) Registry() *dynamic.Registry { return a.registry }
+
+// Config is the agent's configuration.
+func (a *Agent) Config() *config.Config { return a.cfg }
+
+// Ready reports whether every plugin known at start has been fingerprinted.
+func (a *Agent) Ready() bool { return a.ready.Load() }
+
+// Run restores allocations, starts the HTTP API and the job files of the
+// configuration, and blocks until ctx ends; then it shuts down, leaving every
+// task running. serve is called with the agent once it can answer requests
+// (cmd/pluginhost starts the HTTP server there); it may be nil.
+func (a *Agent) Run(ctx context.Context, serve func(context.Context, *Agent) error) error {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		a.forwardTaskEvents(runCtx)
+	}()
+	a.followRegistry(runCtx)
+
+	if err := a.csi.Start(); err != nil {
+		a.shutdown()
+		return fmt.Errorf("agent: csi manager: %w", err)
+	}
+	if err := a.restore(); err != nil {
+		a.shutdown()
+		return err
+	}
+
+	serveErr := make(chan error, 1)
+	if serve != nil {
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			if err := serve(runCtx, a); err != nil {
+				serveErr <- err
+				cancel()
+			}
+		}()
+	}
+
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		a.waitReady(runCtx)
+	}()
+
+	for _, path := range a.cfg.Jobs {
+		if err := a.runJobFile(runCtx, path); err != nil {
+			a.logger.Error("job file from the configuration not started", "file", path, "error", err)
+		}
+	}
+
+	<-runCtx.Done()
+	if a.cfg.DevMode {
+		// A dev agent's data dir is thrown away after it: its tasks go
+		// with it rather than running on without state.
+		a.stopAll()
+	}
+	a.shutdown()
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("agent: http api: %w", err)
+	default:
+		return nil
+	}
+}
+
+// waitReady marks the agent ready once the CSI manager has fingerprinted
+// every plugin it knew at start.
+func (a *Agent) waitReady(ctx context.Context) {
+	if err := a.csi.WaitReady(ctx); err != nil {
+		return
+	}
+	a.ready.Store(true)
+	a.logger.Info("agent ready", "plugins", len(a.csi.Plugins()))
+	a.events.publish(&api.Event{Topic: api.TopicAgent, Type: "Ready", Key: a.cfg.NodeName,
+		Payload: api.EventPayload{Message: "restored plugins fingerprinted"}})
+}
+
+// restore rebuilds the runner of every stored allocation and starts it:
+// live tasks are re-adopted, dead ones go through their restart policy.
+func (a *Agent) restore() error {
+	stored, err := a.db.LoadAllocs()
+	if err != nil {
+		return fmt.Errorf("agent: loading allocations: %w", err)
+	}
+	for _, as := range stored {
+		ar, err := taskrunner.RestoreAllocRunner(a.runnerCfg, as)
+		if err != nil {
+			a.logger.Error("allocation not restored", "alloc_id", as.Alloc.ID, "error", err)
+			continue
+		}
+		a.mu.Lock()
+		a.allocs[ar.ID()] = &allocEntry{runner: ar, jobID: as.Alloc.JobID}
+		a.mu.Unlock()
+		ar.Run()
+	}
+	if len(stored) > 0 {
+		a.logger.Info("allocations restored", "count", len(stored))
+	}
+	return nil
+}
+
+func (a *Agent) runJobFile(ctx context.Context, path string) error {
+	job, err := jobspec.ParseFile(path)
+	if err != nil {
+		return err
+	}
+	_, err = a.RunJob(ctx, job)
+	return err
+}
+
+// shutdown lets go of everything without stopping tasks.
+func (a *Agent) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.csi.Shutdown(ctx); err != nil {
+		a.logger.Warn("csi manager shutdown", "error", err)
+	}
+	a.mu.Lock()
+	runners := make([]*taskrunner.AllocRunner, 0, len(a.allocs))
+	for _, e := range a.allocs {
+		runners = append(runners, e.runner)
+	}
+	a.mu.Unlock()
+	for _, ar := range runners {
+		if err := ar.Shutdown(ctx); err != nil {
+			a.logger.Warn("allocation shutdown", "alloc_id", ar.ID(), "error", err)
+		}
+	}
+	a.taskQueue.close()
+	a.registry.Shutdown()
+	a.wg.Wait()
+	a.events.close()
+	if err := a.watcher.Close(); err != nil {
+		a.logger.Warn("process watcher close", "error", err)
+	}
+	if err := a.db.Close(); err != nil {
+		a.logger.Warn("state store close", "error", err)
+	}
+	a.logger.Info("agent stopped; tasks keep running")
+}
+
+// notifyChanged wakes everyone waiting for an allocation status change.
+func (a *Agent) notifyChanged() {
+	a.mu.Lock()
+	close(a.changed)
+	a.changed = make(chan struct{})
+	a.mu.Unlock()
+}
+
+// onHealthChange turns CSI health changes into API events.
+func (a *Agent) onHealthChange(ev csi.HealthEvent) {
+	typ := "PluginUnhealthy"
+	if ev.Healthy {
+		typ = "PluginHealthy"
+	}
+	a.events.publish(&api.Event{
+		Topic: api.TopicPlugin, Type: typ, Key: ev.PluginID, Time: ev.Time.UnixNano(),
+		Payload: api.EventPayload{AllocID: ev.AllocID, PluginType: ev.Type, Message: ev.Description,
+			Plugin: &api.CSIInfo{PluginID: ev.PluginID, AllocID: ev.AllocID, Healthy: ev.Healthy,
+				HealthDescription: ev.Description, UpdateTime: ev.Time}},
+	})
+}
+
+// followRegistry turns registry events into API events.
+func (a *Agent) followRegistry(ctx context.Context) {
+	for _, typ := range []string{dynamic.PluginTypeCSIController, dynamic.PluginTypeCSINode} {
+		ch := a.registry.Subscribe(ctx, typ)
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			for ev := range ch {
+				msg := fmt.Sprintf("%s %s allocation %s", ev.Info.Type, ev.Info.Name, ev.Info.AllocID)
+				if ev.Active {
+					msg += " (active)"
+				}
+				a.events.publish(&api.Event{
+					Topic: api.TopicRegistry, Type: ev.Type.String(), Key: ev.Info.Name,
+					Payload: api.EventPayload{AllocID: ev.Info.AllocID, PluginType: ev.Info.Type, Message: msg},
+				})
+			}
+		}()
+	}
+}
+
+// forwardTaskEvents publishes queued task events with a fresh snapshot of
+// their allocation. It runs outside the task runners' goroutines because
+// taking a snapshot from inside their event callback could deadlock.
+func (a *Agent) forwardTaskEvents(ctx context.Context) {
+	for {
+		batch, ok := a.taskQueue.pop(ctx)
+		if !ok {
+			return
+		}
+		for _, m := range batch {
+			a.events.publish(&api.Event{
+				Topic: api.TopicTask, Type: m.ev.Type, Key: m.allocID, Time: m.ev.Time.UnixNano(),
+				Payload: api.EventPayload{AllocID: m.allocID, TaskName: m.task, TaskEvent: taskEvent(m.ev)},
+			})
+			if e := a.entry(m.allocID); e != nil {
+				stub := allocation(e.runner).Stub()
+				a.events.publish(&api.Event{
+					Topic: api.TopicAllocation, Type: "AllocationUpdated", Key: m.allocID,
+					Payload: api.EventPayload{JobID: stub.JobID, AllocID: m.allocID, Allocation: stub},
+				})
+			}
+		}
+		a.notifyChanged()
+	}
+}
+
+func (a *Agent) entry(allocID string) *allocEntry {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.allocs[allocID]
+}
+
+// eventQueue carries task events from the task runners' goroutines to
+// forwardTaskEvents without blocking them.
+type eventQueue struct {
+	mu     sync.Mutex
+	items  []taskEventMsg
+	wake   chan struct{}
+	closed bool
+}
+
+type taskEventMsg struct {
+	allocID, task string
+	ev            *state.TaskEvent
+}
+
+func newEventQueue() *eventQueue { return &eventQueue{wake: make(chan struct{}, 1)} }
+
+func (q *eventQueue) push(allocID, task string, ev *state.TaskEvent) {
+	q.mu.Lock()
+	if !q.closed {
+		q.items = append(q.items, taskEventMsg{allocID, task, ev})
+	}
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pop waits for events and returns all of them; ok is false once the queue
+// is closed and drained, or ctx ended.
+func (q *eventQueue) pop(ctx context.Context) ([]taskEventMsg, bool) {
+	for {
+		q.mu.Lock()
+		items, closed := q.items, q.closed
+		q.items = nil
+		q.mu.Unlock()
+		if len(items) > 0 {
+			return items, true
+		}
+		if closed {
+			return nil, false
+		}
+		select {
+		case <-q.wake:
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+}
+
+func (q *eventQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}

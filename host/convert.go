@@ -1,0 +1,139 @@
+package host
+
+import (
+	"fmt"
+	"maps"
+
+	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/state"
+	"github.com/pluginhost/pluginhost/host/taskrunner"
+)
+
+// allocation converts a runner's snapshot into the API's Allocation.
+func allocation(ar *taskrunner.AllocRunner) *api.Allocation {
+	snap := ar.State()
+	al := snap.Alloc
+	out := &api.Allocation{
+		ID:            al.ID,
+		JobID:         al.JobID,
+		TaskGroup:     al.TaskGroup,
+		ClientStatus:  al.ClientStatus,
+		DesiredStatus: al.DesiredStatus,
+		TaskStates:    make(map[string]*api.TaskState, len(snap.Tasks)),
+		AllocDir:      ar.AllocDir(),
+		CreateTime:    al.CreateTime.UnixNano(),
+		ModifyTime:    al.ModifyTime.UnixNano(),
+	}
+	if al.Job != nil {
+		out.Name = fmt.Sprintf("%s.%s[%d]", al.Job.ID, al.TaskGroup, al.Index)
+		out.JobType = al.Job.Type
+	}
+	for _, t := range snap.Tasks {
+		out.Tasks = append(out.Tasks, t.Name)
+		ts := &api.TaskState{
+			State:       t.State.State,
+			Failed:      t.State.Failed,
+			Restarts:    t.State.Restarts,
+			LastRestart: t.State.LastRestart,
+			StartedAt:   t.State.StartedAt,
+			FinishedAt:  t.State.FinishedAt,
+		}
+		for _, ev := range t.Events {
+			ts.Events = append(ts.Events, taskEvent(ev))
+		}
+		out.TaskStates[t.Name] = ts
+	}
+	if al.DesiredStatus == state.AllocDesiredStatusStop {
+		out.DesiredDescription = "alloc stopped"
+	}
+	return out
+}
+
+func taskEvent(ev *state.TaskEvent) *api.TaskEvent {
+	if ev == nil {
+		return nil
+	}
+	return &api.TaskEvent{
+		Type:           ev.Type,
+		Time:           ev.Time.UnixNano(),
+		DisplayMessage: ev.Message,
+		ExitCode:       ev.ExitCode,
+		Signal:         ev.Signal,
+		Details:        maps.Clone(ev.Details),
+	}
+}
+
+// jobFromAllocs describes a job from its allocations (newest first): the
+// newest one's copy of the job is the job.
+func jobFromAllocs(snaps []*taskrunner.AllocSnapshot) *api.Job {
+	newest := snaps[0].Alloc
+	j := newest.Job
+	out := &api.Job{ID: newest.JobID, Name: newest.JobID, SubmitTime: newest.CreateTime.UnixNano()}
+	if j != nil {
+		out.Name, out.Type = j.Name, j.Type
+		out.Datacenters, out.Meta = j.Datacenters, maps.Clone(j.Meta)
+		out.SourcePath = j.SourcePath
+		for _, g := range j.TaskGroups {
+			tg := &api.TaskGroup{Name: g.Name, Count: g.Count}
+			for _, t := range g.Tasks {
+				at := &api.Task{Name: t.Name, Driver: t.Driver}
+				if t.CSIPluginConfig != nil {
+					at.CSIPluginID, at.CSIPluginType = t.CSIPluginConfig.ID, t.CSIPluginConfig.Type
+				}
+				tg.Tasks = append(tg.Tasks, at)
+			}
+			out.TaskGroups = append(out.TaskGroups, tg)
+		}
+	}
+	summary := &api.JobSummary{JobID: out.ID, Summary: map[string]api.TaskGroupSummary{}}
+	wanted, running, pending := 0, 0, 0
+	for _, s := range snaps {
+		al := s.Alloc
+		if al.ModifyTime.UnixNano() > out.ModifyTime {
+			out.ModifyTime = al.ModifyTime.UnixNano()
+		}
+		// Only the current version's allocations count towards the summary.
+		if !sameJob(al.Job, j) {
+			continue
+		}
+		g := summary.Summary[al.TaskGroup]
+		switch al.ClientStatus {
+		case state.AllocClientStatusRunning:
+			g.Running++
+		case state.AllocClientStatusComplete:
+			g.Complete++
+		case state.AllocClientStatusFailed:
+			g.Failed++
+		default:
+			g.Starting++
+		}
+		summary.Summary[al.TaskGroup] = g
+		if al.DesiredStatus == state.AllocDesiredStatusRun {
+			wanted++
+			switch al.ClientStatus {
+			case state.AllocClientStatusRunning:
+				running++
+			case state.AllocClientStatusPending:
+				pending++
+			}
+		}
+	}
+	out.JobSummary = summary
+	switch {
+	case wanted == 0:
+		out.Status, out.Stop = api.JobStatusDead, true
+		out.StatusDescription = "stopped"
+	case running > 0:
+		out.Status = api.JobStatusRunning
+	case pending > 0:
+		out.Status = api.JobStatusPending
+	default:
+		out.Status = api.JobStatusDead
+		out.StatusDescription = "all allocations finished"
+	}
+	if j != nil && j.Type == jobspec.JobTypeBatch && wanted > 0 && running == 0 && pending == 0 {
+		out.StatusDescription = "batch complete"
+	}
+	return out
+}

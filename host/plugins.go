@@ -1,0 +1,121 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/pluginhost/pluginhost/csi"
+	"github.com/pluginhost/pluginhost/dynamic"
+	"github.com/pluginhost/pluginhost/host/api"
+)
+
+// Plugins lists the CSI plugins the manager knows.
+func (a *Agent) Plugins(ctx context.Context) ([]*api.CSIPluginListStub, error) {
+	plugins := a.csi.Plugins()
+	out := make([]*api.CSIPluginListStub, 0, len(plugins))
+	for _, p := range plugins {
+		out = append(out, &api.CSIPluginListStub{
+			ID: p.ID, Provider: p.Provider, ControllerRequired: p.ControllerRequired,
+			ControllersHealthy: p.ControllersHealthy, ControllersExpected: p.ControllersExpected,
+			NodesHealthy: p.NodesHealthy, NodesExpected: p.NodesExpected,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// Plugin describes one CSI plugin: its fingerprints, the allocations behind
+// it and which of them is active.
+func (a *Agent) Plugin(ctx context.Context, id string) (*api.CSIPlugin, error) {
+	p, ok := a.csi.Plugin(id)
+	if !ok {
+		return nil, fmt.Errorf("plugin %q: %w", id, api.ErrNotFound)
+	}
+	out := &api.CSIPlugin{
+		ID: p.ID, Provider: p.Provider, Version: p.Version, ControllerRequired: p.ControllerRequired,
+		ControllersHealthy: p.ControllersHealthy, ControllersExpected: p.ControllersExpected,
+		NodesHealthy: p.NodesHealthy, NodesExpected: p.NodesExpected,
+		Controllers: map[string]*api.CSIInfo{}, Nodes: map[string]*api.CSIInfo{},
+	}
+	for _, fp := range p.Allocations {
+		info := csiInfo(fp, p.ControllerRequired)
+		if fp.Type == dynamic.PluginTypeCSIController {
+			out.Controllers[fp.AllocID] = info
+		} else {
+			out.Nodes[fp.AllocID] = info
+		}
+	}
+	if act, ok := a.registry.Active(dynamic.PluginTypeCSIController, id); ok {
+		out.ActiveController = act.AllocID
+	}
+	if act, ok := a.registry.Active(dynamic.PluginTypeCSINode, id); ok {
+		out.ActiveNode = act.AllocID
+	}
+	// Every registered allocation backs the plugin, also the standby ones
+	// of a rolling update that the manager does not fingerprint.
+	seen := map[string]bool{}
+	for _, typ := range []string{dynamic.PluginTypeCSIController, dynamic.PluginTypeCSINode} {
+		for _, info := range a.registry.ListAllocs(typ) {
+			if info.Name != id || seen[info.AllocID] {
+				continue
+			}
+			seen[info.AllocID] = true
+			if e := a.entry(info.AllocID); e != nil {
+				out.Allocations = append(out.Allocations, allocation(e.runner).Stub())
+			} else {
+				out.Allocations = append(out.Allocations, &api.AllocListStub{ID: info.AllocID, ClientStatus: "unknown"})
+			}
+		}
+	}
+	sort.Slice(out.Allocations, func(i, j int) bool { return out.Allocations[i].CreateTime > out.Allocations[j].CreateTime })
+	return out, nil
+}
+
+func csiInfo(fp *csi.Fingerprint, controllerRequired bool) *api.CSIInfo {
+	info := &api.CSIInfo{
+		PluginID: fp.PluginID, AllocID: fp.AllocID, Healthy: fp.Healthy,
+		HealthDescription: fp.HealthDescription, UpdateTime: fp.LastFingerprint,
+		RequiresControllerPlugin: controllerRequired, Capabilities: fp.PluginCapabilities,
+	}
+	if fp.Type == dynamic.PluginTypeCSIController {
+		info.ControllerInfo = &api.CSIControllerInfo{Capabilities: fp.ControllerCapabilities}
+	} else {
+		ni := &api.CSINodeInfo{Capabilities: fp.NodeCapabilities}
+		if fp.NodeInfo != nil {
+			ni.ID, ni.MaxVolumes, ni.AccessibleTopology = fp.NodeInfo.NodeID, fp.NodeInfo.MaxVolumes, fp.NodeInfo.Topology
+			info.RequiresTopologies = len(fp.NodeInfo.Topology) > 0
+		}
+		info.NodeInfo = ni
+	}
+	return info
+}
+
+// Events subscribes to the agent's live event stream.
+func (a *Agent) Events(ctx context.Context) (<-chan *api.Event, error) {
+	return a.events.subscribe(ctx), nil
+}
+
+// Self describes the agent.
+func (a *Agent) Self(ctx context.Context) (*api.AgentSelf, error) {
+	return &api.AgentSelf{
+		Version: Version, NodeName: a.cfg.NodeName, DataDir: a.cfg.DataDir, Addr: a.Addr(),
+		Ready: a.ready.Load(), StartTime: a.startTime,
+	}, nil
+}
+
+// SetAddr records the address the HTTP API listens on, for Self.
+func (a *Agent) SetAddr(addr string) {
+	a.mu.Lock()
+	a.addr = addr
+	a.mu.Unlock()
+}
+
+// Addr is the address the HTTP API listens on, once known.
+func (a *Agent) Addr() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.addr
+}
+
+var _ api.Backend = (*Agent)(nil)
