@@ -173,3 +173,26 @@ func TestGoPluginChecksumMismatch(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestGoPluginReattachUnreachableKills: the start time proves the process
+// is our task, but it does not answer on its socket; it is killed so that
+// the restart that follows cannot run next to it.
+func TestGoPluginReattachUnreachableKills(t *testing.T) {
+	raw := NewRawExec(newWatcher(t))
+	task, out := startRaw(t, raw, "sleep")
+	if _, err := out.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	h := task.Handle()
+	h.Driver = "go_plugin"
+	h.Reattach = &ReattachRecord{Protocol: "grpc", ProtocolVersion: sdk.ProtocolVersion, Network: "unix", Addr: filepath.Join(t.TempDir(), "gone.sock"), Pid: h.Pid}
+	d := newGoPlugin(t, newWatcher(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := d.Recover(ctx, h, nil); err == nil {
+		t.Fatal("reattached to a process with no plugin socket")
+	}
+	if res := waitDone(t, task, 10*time.Second); res.Signal != int(syscall.SIGKILL) {
+		t.Fatalf("unreachable plugin ended with %+v, want SIGKILL", res)
+	}
+}
