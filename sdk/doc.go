@@ -78,9 +78,18 @@
 //     writes it to stderr best-effort, so the file has everything even while
 //     no host is reading stderr.
 //
+// Consequence for the host: go-plugin's GRPCStdio stream (ClientConfig
+// SyncStdout/SyncStderr) carries nothing from an sdk plugin. Its output is on
+// the process's real stdout and stderr, where go-plugin's client already
+// parses the JSON log lines from stderr.
+//
 // SIGINT is ignored in plugin mode (the host owns the plugin's lifetime, as in
 // go-plugin); SIGTERM stops it gracefully in both modes: GracefulStop, then
-// Stop after Config.StopTimeout. In standalone mode SIGINT does the same. A
+// Stop after Config.StopTimeout. In standalone mode SIGINT does the same.
+// Long-lived infrastructure streams (go-plugin's stdio and broker, health
+// Watch, reflection) are ended as the stop begins, so that a live host does
+// not hold every stop for the whole timeout; the plugin's own calls are the
+// ones given time to finish. A
 // standalone plugin removes a stale socket at its endpoint before listening
 // (never a live one, never a non-socket) and its own socket on exit; in plugin
 // mode go-plugin removes its socket on a clean stop, and a SIGKILLed plugin's
