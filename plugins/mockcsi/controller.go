@@ -357,6 +357,17 @@ func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi
 			}
 			return nil
 		}
+		if s.d.maxVolumes > 0 {
+			var n int64
+			for _, other := range sf.Volumes {
+				if _, ok := other.Published[node]; ok {
+					n++
+				}
+			}
+			if n >= s.d.maxVolumes {
+				return status.Errorf(codes.ResourceExhausted, "node %s already has %d volumes published, its limit", node, n)
+			}
+		}
 		if v.Published == nil {
 			v.Published = map[string]*controllerPublication{}
 		}

@@ -11,7 +11,9 @@
 // raw_exec or in a Kubernetes pod. With no flags it picks:
 // driver name mockcsi.pluginhost.dev, node ID = hostname, state dir
 // $NOMAD_TASK_DIR/mockcsi, else $XDG_STATE_HOME/mockcsi, else
-// /tmp/mockcsi-<uid>, and a 100 GiB capacity pool.
+// /tmp/mockcsi-<uid>, a 100 GiB capacity pool and no attach limit
+// (--max-volumes-per-node, enforced by ControllerPublishVolume with
+// RESOURCE_EXHAUSTED).
 //
 // # State and idempotency
 //

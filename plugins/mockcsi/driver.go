@@ -18,10 +18,12 @@ type driver struct {
 	name     string
 	nodeID   string
 	capacity int64
-	log      hclog.Logger
-	store    *store
-	faults   *faults
-	mounter  *mounter
+	// maxVolumes is the attach limit per node; 0 means none.
+	maxVolumes int64
+	log        hclog.Logger
+	store      *store
+	faults     *faults
+	mounter    *mounter
 }
 
 func newDriver(opts options, log hclog.Logger, exit func(int)) (*driver, error) {
@@ -43,13 +45,14 @@ func newDriver(opts options, log hclog.Logger, exit func(int)) (*driver, error) 
 		return nil, err
 	}
 	return &driver{
-		name:     opts.DriverName,
-		nodeID:   opts.NodeID,
-		capacity: opts.Capacity,
-		log:      log,
-		store:    st,
-		faults:   newFaults(opts.Faults, exit),
-		mounter:  m,
+		name:       opts.DriverName,
+		nodeID:     opts.NodeID,
+		capacity:   opts.Capacity,
+		maxVolumes: opts.MaxVolumes,
+		log:        log,
+		store:      st,
+		faults:     newFaults(opts.Faults, exit),
+		mounter:    m,
 	}, nil
 }
 

@@ -22,7 +22,10 @@ type options struct {
 	Endpoint    string
 	Capacity    int64
 	MountMethod string
-	Faults      faultConfig
+	// MaxVolumes bounds the volumes controller-published to the node
+	// (0: no limit), reported as NodeGetInfo's max_volumes_per_node.
+	MaxVolumes int64
+	Faults     faultConfig
 }
 
 // Environment variables for fault injection; each has a flag of the same
@@ -106,6 +109,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.StringVar(&o.StateDir, "state-dir", defaultStateDir(getenv), "directory holding volumes, snapshots and state.json")
 	endpoint := fs.String("endpoint", getenv(sdk.EnvCSIEndpoint), "CSI endpoint when run standalone (default $CSI_ENDPOINT)")
 	capacity := fs.String("capacity", "100Gi", "total capacity for volumes and snapshots (bytes, or with Ki/Mi/Gi/Ti, K/M/G/T)")
+	fs.Int64Var(&o.MaxVolumes, "max-volumes-per-node", 0, "most volumes published to the node at once, 0 = no limit")
 	fs.StringVar(&o.MountMethod, "mount-method", mountAuto, "how volumes are attached: auto (bind, else symlink), bind, symlink")
 	fs.BoolVar(&o.Faults.ProbeFail, "probe-fail", envBool(envProbeFail), "Probe returns an error ($"+envProbeFail+")")
 	fs.DurationVar(&o.Faults.ProbeDelay, "probe-delay", envDur(envProbeDelay), "Probe takes this long ($"+envProbeDelay+")")
@@ -129,6 +133,9 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	})
 	if exitSet {
 		o.Faults.ExitAtStart = exitAt
+	}
+	if o.MaxVolumes < 0 {
+		return o, fmt.Errorf("--max-volumes-per-node must not be negative")
 	}
 	if o.Faults.CrashAfter < 0 {
 		return o, fmt.Errorf("--crash-after must not be negative")

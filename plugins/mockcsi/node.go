@@ -52,7 +52,7 @@ func (s *nodeServer) NodeGetInfo(ctx context.Context, _ *csi.NodeGetInfoRequest)
 	if err := s.d.faults.enter(ctx); err != nil {
 		return nil, err
 	}
-	return &csi.NodeGetInfoResponse{NodeId: s.d.nodeID}, nil
+	return &csi.NodeGetInfoResponse{NodeId: s.d.nodeID, MaxVolumesPerNode: s.d.maxVolumes}, nil
 }
 
 // lookup returns a copy of the volume's record, or NOT_FOUND.

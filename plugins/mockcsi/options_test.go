@@ -85,6 +85,7 @@ func TestBadInputIsAnError(t *testing.T) {
 		"bad capacity":     {args: []string{"--capacity=lots"}},
 		"zero capacity":    {args: []string{"--capacity=0"}},
 		"negative crash":   {args: []string{"--crash-after=-1"}},
+		"negative limit":   {args: []string{"--max-volumes-per-node=-1"}},
 		"unknown flag":     {args: []string{"--nope"}},
 		"stray argument":   {args: []string{"serve"}},
 	} {

@@ -20,7 +20,6 @@ const minPassed = 90
 // skip means a capability went missing, and fails the test.
 var allowedSkips = map[string]bool{
 	"pending (XIt upstream)":                           true, // ListVolumes pagination race, disabled upstream
-	"testnodevolumeattachlimit not enabled":            true, // mockcsi reports no max_volumes_per_node
 	"SNAPSHOT_ACCESSIBILITY_CONSTRAINTS not supported": true, // no topology
 	"GroupControllerService not supported":             true, // no volume group snapshots
 }
@@ -54,18 +53,19 @@ func TestSanity(t *testing.T) {
 		cfg.TestVolumeSize = 16 << 20
 		cfg.TestVolumeExpandSize = 32 << 20
 		cfg.TestVolumeMutableParameters = map[string]string{"tier": "fast", "iops": "500"}
+		cfg.TestNodeVolumeAttachLimit = true
 		modes = append(modes, &mode{name: name, cfg: cfg})
 	}
 
 	dir := shortTempDir(t)
 	unmountUnder(t, dir)
-	p, sock := startBinary(t, dir, nil, "--state-dir", filepath.Join(dir, "state"), "--node-id", "sanity-node")
+	p, sock := startBinary(t, dir, nil, "--state-dir", filepath.Join(dir, "state"), "--node-id", "sanity-node", "--max-volumes-per-node", "8")
 	waitServing(t, p, dial(t, sock))
 	newMode("standalone", sock, dir)
 
 	gpDir := shortTempDir(t)
 	unmountUnder(t, gpDir)
-	gpSock := startGoPlugin(t, "--state-dir", filepath.Join(gpDir, "state"), "--node-id", "sanity-node")
+	gpSock := startGoPlugin(t, "--state-dir", filepath.Join(gpDir, "state"), "--node-id", "sanity-node", "--max-volumes-per-node", "8")
 	newMode("go-plugin", gpSock, gpDir)
 
 	var contexts []*sanity.TestContext
