@@ -1,0 +1,94 @@
+package csiplugin
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/pluginhost/pluginhost/dynamic"
+	"github.com/pluginhost/pluginhost/host/taskrunner"
+)
+
+// Defaults of Config.
+const (
+	// DefaultProbeInterval is the heartbeat once a plugin is registered,
+	// as in Nomad: the heartbeat only feeds task events, so it need not be
+	// tight (the CSI manager fingerprints on its own schedule).
+	DefaultProbeInterval = 30 * time.Second
+	// DefaultProbeTimeout bounds one Probe or GetPluginInfo call.
+	DefaultProbeTimeout = 10 * time.Second
+	// DefaultReadyBackoffMin and DefaultReadyBackoffMax bound the wait
+	// between probes while a plugin starts. Nomad waits a flat 5s; a plugin
+	// that is ready a few milliseconds after its socket appears should be
+	// registered a few milliseconds later, and one that takes longer should
+	// not be hammered.
+	DefaultReadyBackoffMin = 5 * time.Millisecond
+	DefaultReadyBackoffMax = time.Second
+)
+
+// Config configures the supervisor. One Config serves every task of an agent.
+type Config struct {
+	// Registry is where healthy plugins are registered. Required.
+	Registry *dynamic.Registry
+	// MountRoot is <data_dir>/csi: each plugin gets <MountRoot>/<type>/<id>
+	// for staging and publish dirs. Required, absolute.
+	MountRoot string
+	// Logger is the parent logger; the supervisor logs as "csi_plugin".
+	// Nil discards.
+	Logger hclog.Logger
+
+	// ProbeInterval is the heartbeat once registered (DefaultProbeInterval).
+	ProbeInterval time.Duration
+	// ProbeTimeout bounds each Probe and GetPluginInfo (DefaultProbeTimeout).
+	ProbeTimeout time.Duration
+	// ReadyBackoffMin and ReadyBackoffMax bound the doubling wait between
+	// probes until the plugin is ready (DefaultReadyBackoffMin/Max).
+	ReadyBackoffMin time.Duration
+	ReadyBackoffMax time.Duration
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Registry == nil {
+		return c, errors.New("csiplugin: Config.Registry is required")
+	}
+	if c.MountRoot == "" || !filepath.IsAbs(c.MountRoot) {
+		return c, fmt.Errorf("csiplugin: Config.MountRoot must be an absolute path, got %q", c.MountRoot)
+	}
+	c.MountRoot = filepath.Clean(c.MountRoot)
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.ProbeInterval <= 0 {
+		c.ProbeInterval = DefaultProbeInterval
+	}
+	if c.ProbeTimeout <= 0 {
+		c.ProbeTimeout = DefaultProbeTimeout
+	}
+	if c.ReadyBackoffMin <= 0 {
+		c.ReadyBackoffMin = DefaultReadyBackoffMin
+	}
+	if c.ReadyBackoffMax <= 0 {
+		c.ReadyBackoffMax = DefaultReadyBackoffMax
+	}
+	c.ReadyBackoffMax = max(c.ReadyBackoffMax, c.ReadyBackoffMin)
+	return c, nil
+}
+
+// NewHook checks cfg and returns the function the agent sets as
+// taskrunner.Config.ExtraHooks: it gives every task with a csi_plugin block
+// its own supervisor hook and every other task nothing.
+func NewHook(cfg Config) (func(req *taskrunner.HookRequest) []taskrunner.Hook, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	logger := c.Logger.Named("csi_plugin")
+	return func(req *taskrunner.HookRequest) []taskrunner.Hook {
+		if req == nil || req.Task == nil || req.Task.CSIPluginConfig == nil {
+			return nil
+		}
+		return []taskrunner.Hook{newSupervisor(&c, req, logger)}
+	}, nil
+}

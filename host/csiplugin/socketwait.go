@@ -1,0 +1,119 @@
+package csiplugin
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// waitForSocket returns nil once path exists and is a unix socket, or ctx's
+// error. It waits on inotify events of the socket's directory, so it
+// returns within the kernel's event latency of the plugin's bind(2), not
+// at the next tick of a poll. The watch is added before the first look, so
+// a socket created in between is seen by one or the other.
+//
+// A directory that does not exist (a CSI_ENDPOINT the task chose, in a
+// directory the plugin creates itself) cannot be watched; then, and only
+// then, it polls with a doubling interval.
+func waitForSocket(ctx context.Context, path string) error {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return pollForSocket(ctx, path)
+	}
+	// Non-blocking, so os.NewFile hands it to the runtime poller and a read
+	// deadline can interrupt a read in flight.
+	f := os.NewFile(uintptr(fd), "inotify")
+	defer f.Close()
+	const mask = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
+	if _, err := unix.InotifyAddWatch(fd, filepath.Dir(path), mask); err != nil {
+		return pollForSocket(ctx, path)
+	}
+	if isSocket(path) {
+		return nil
+	}
+	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	name := filepath.Base(path)
+	buf := make([]byte, 64*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))
+	for {
+		n, err := f.Read(buf)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("wait for socket %s: read inotify: %w", path, err)
+		}
+		for _, ev := range parseInotify(buf[:n]) {
+			switch {
+			case ev.mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0:
+				// The directory went away under us; whoever recreates it
+				// cannot be watched by this descriptor any more.
+				return pollForSocket(ctx, path)
+			case ev.mask&unix.IN_Q_OVERFLOW != 0 || ev.name == name:
+				if isSocket(path) {
+					return nil
+				}
+			}
+		}
+	}
+}
+
+type inotifyEvent struct {
+	mask uint32
+	name string
+}
+
+// parseInotify decodes struct inotify_event records (wd, mask, cookie, len,
+// then len bytes of NUL-padded name), stopping at a truncated record.
+func parseInotify(b []byte) []inotifyEvent {
+	var out []inotifyEvent
+	for len(b) >= unix.SizeofInotifyEvent {
+		mask := binary.NativeEndian.Uint32(b[4:8])
+		nameLen := int(binary.NativeEndian.Uint32(b[12:16]))
+		end := unix.SizeofInotifyEvent + nameLen
+		if end > len(b) {
+			break
+		}
+		name := b[unix.SizeofInotifyEvent:end]
+		for len(name) > 0 && name[len(name)-1] == 0 {
+			name = name[:len(name)-1]
+		}
+		out = append(out, inotifyEvent{mask: mask, name: string(name)})
+		b = b[end:]
+	}
+	return out
+}
+
+// pollForSocket is the fallback for a directory inotify cannot watch.
+func pollForSocket(ctx context.Context, path string) error {
+	wait := 5 * time.Millisecond
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		if isSocket(path) {
+			return nil
+		}
+		t.Reset(wait)
+		wait = min(2*wait, 250*time.Millisecond)
+	}
+}
+
+func isSocket(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode()&os.ModeSocket != 0
+}
+
+// errSocketTimeout is wrapped when health_timeout ends before the socket
+// appeared, so the restart reason says what was missing.
+var errSocketTimeout = errors.New("plugin socket never appeared")

@@ -1,0 +1,268 @@
+package csiplugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/hashicorp/go-hclog"
+	"github.com/pluginhost/pluginhost/csi"
+	"github.com/pluginhost/pluginhost/dynamic"
+	"github.com/pluginhost/pluginhost/host/driver"
+	"github.com/pluginhost/pluginhost/host/taskrunner"
+)
+
+// health is what the supervision last told the task's event stream.
+type health int
+
+const (
+	healthUnknown health = iota
+	healthHealthy
+	healthUnhealthy
+)
+
+// errNotReady is a Probe that answered ready=false: the plugin is still
+// starting. While it starts this is expected and not worth an event.
+var errNotReady = errors.New("probe answered ready=false")
+
+// supervision watches one launch of a plugin: wait for its socket, probe
+// until ready or health_timeout, register, then heartbeat. Its goroutine is
+// owned by the supervisor, which cancels it and waits for done.
+type supervision struct {
+	s        *supervisor
+	req      *taskrunner.HookRequest
+	task     driver.Task
+	socket   string
+	restored bool
+	logger   hclog.Logger
+
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	health health
+}
+
+func (sv *supervision) run(ctx context.Context) {
+	defer close(sv.done)
+	// A task that exits ends its supervision at once, before the runner
+	// gets to the Exited hook: no probe of a dead plugin, no restart request
+	// for a launch that is already over.
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-sv.task.Done():
+			sv.cancel()
+		case <-ctx.Done():
+		}
+	}()
+	defer func() {
+		sv.cancel()
+		<-watched
+	}()
+
+	cfg := sv.s.cfg
+	client, err := csi.NewClient(csi.ClientConfig{
+		Endpoint: sv.socket, Logger: sv.logger, CallTimeout: cfg.ProbeTimeout,
+		// The supervision has its own retry schedule (backoff while
+		// starting, the heartbeat after); one attempt per probe keeps a
+		// heartbeat's answer about now.
+		Retry: csi.RetryPolicy{MaxAttempts: 1, AttemptTimeout: cfg.ProbeTimeout},
+	})
+	if err != nil {
+		sv.restart(ctx, fmt.Sprintf("CSI plugin %s: %v", sv.s.plugin.ID, err))
+		return
+	}
+	defer client.Close()
+
+	info, err := sv.waitReady(ctx, client)
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		sv.setHealth(err)
+		sv.restart(ctx, fmt.Sprintf("CSI plugin %s did not become healthy: health_timeout %s elapsed: %v",
+			sv.s.plugin.ID, sv.s.plugin.HealthTimeout, err))
+		return
+	}
+	if err := sv.register(info); err != nil {
+		if errors.Is(err, dynamic.ErrShutdown) || ctx.Err() != nil {
+			return
+		}
+		sv.restart(ctx, fmt.Sprintf("CSI plugin %s could not be registered: %v", sv.s.plugin.ID, err))
+		return
+	}
+	sv.setHealth(nil)
+	sv.heartbeat(ctx, client)
+}
+
+// waitReady waits for the socket, then probes with a doubling backoff until
+// Probe says ready and GetPluginInfo answers, all within health_timeout.
+// Its error is the last thing that was wrong.
+func (sv *supervision) waitReady(ctx context.Context, client *csi.Client) (*csipb.GetPluginInfoResponse, error) {
+	cfg := sv.s.cfg
+	timeout := sv.s.plugin.HealthTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	hctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := waitForSocket(hctx, sv.socket); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %s", errSocketTimeout, sv.socket)
+	}
+	wait := cfg.ReadyBackoffMin
+	t := time.NewTimer(0)
+	defer t.Stop()
+	var last error
+	for {
+		info, err := sv.check(hctx, client)
+		if err == nil {
+			return info, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if last == nil || hctx.Err() == nil {
+			// A probe cut short by health_timeout says less than the
+			// answer before it.
+			last = err
+		}
+		if !errors.Is(err, errNotReady) && hctx.Err() == nil {
+			sv.setHealth(err)
+		}
+		sv.logger.Debug("CSI plugin not ready", "error", err, "retry_in", wait)
+		t.Reset(wait)
+		select {
+		case <-hctx.Done():
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, last
+		case <-t.C:
+		}
+		wait = min(2*wait, cfg.ReadyBackoffMax)
+	}
+}
+
+// check is one readiness check: Probe, then GetPluginInfo, which also says
+// what to register.
+func (sv *supervision) check(ctx context.Context, client *csi.Client) (*csipb.GetPluginInfoResponse, error) {
+	if err := sv.probe(ctx, client); err != nil {
+		return nil, err
+	}
+	info, err := client.GetPluginInfo(ctx, &csipb.GetPluginInfoRequest{})
+	if err != nil {
+		return nil, err
+	}
+	if info.GetVendorVersion() == "" {
+		return nil, fmt.Errorf("GetPluginInfo of %s: empty vendor_version (required by the CSI spec)", sv.socket)
+	}
+	return info, nil
+}
+
+// probe is CSI Probe: an error is unhealthy, ready=false is starting, an
+// unset ready means ready (spec).
+func (sv *supervision) probe(ctx context.Context, client *csi.Client) error {
+	resp, err := client.Probe(ctx, &csipb.ProbeRequest{})
+	if err != nil {
+		return err
+	}
+	if r := resp.GetReady(); r != nil && !r.GetValue() {
+		return errNotReady
+	}
+	return nil
+}
+
+// register records the plugin under its allocation: csi-node and/or
+// csi-controller, named by the job's plugin id. For a monolith a failed
+// second registration rolls the first back. Registering again what the
+// restored registry already holds is a no-op there.
+func (sv *supervision) register(info *csipb.GetPluginInfoResponse) error {
+	s := sv.s
+	base := &dynamic.PluginInfo{
+		Name:           s.plugin.ID,
+		Version:        info.GetVendorVersion(),
+		AllocID:        s.allocID,
+		ConnectionInfo: &dynamic.ConnectionInfo{SocketPath: sv.socket},
+		Options: map[string]string{
+			"Provider":            info.GetName(),
+			"ProviderVersion":     info.GetVendorVersion(),
+			"MountDir":            s.mountDir,
+			"StagePublishBaseDir": s.stageDir,
+		},
+	}
+	var done []string
+	for _, typ := range s.types {
+		p := base.Copy()
+		p.Type = typ
+		if err := s.cfg.Registry.Register(p); err != nil {
+			err = fmt.Errorf("register %s %s: %w", typ, s.plugin.ID, err)
+			for _, d := range done {
+				if derr := s.cfg.Registry.Deregister(d, s.plugin.ID, s.allocID); derr != nil {
+					err = errors.Join(err, fmt.Errorf("roll back %s registration: %w", d, derr))
+				}
+			}
+			return err
+		}
+		done = append(done, typ)
+	}
+	sv.logger.Info("CSI plugin registered", "types", strings.Join(s.types, ","), "version", base.Version, "restored", sv.restored)
+	return nil
+}
+
+// heartbeat probes every ProbeInterval until the supervision ends. As in
+// Nomad, a failing heartbeat is reported, not acted on: the CSI manager
+// fingerprints health on its own and a restart is the job's business.
+func (sv *supervision) heartbeat(ctx context.Context, client *csi.Client) {
+	t := time.NewTicker(sv.s.cfg.ProbeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := sv.probe(ctx, client)
+		if ctx.Err() != nil {
+			return
+		}
+		sv.setHealth(err)
+	}
+}
+
+// setHealth turns a change of health into a task event; err nil is healthy.
+func (sv *supervision) setHealth(err error) {
+	if err == nil {
+		if sv.health != healthHealthy {
+			sv.health = healthHealthy
+			sv.req.Emit(EventPluginHealthy, fmt.Sprintf("plugin: %s (%s)", sv.s.plugin.ID, strings.Join(sv.s.types, ", ")))
+		}
+		return
+	}
+	if sv.health != healthUnhealthy {
+		sv.health = healthUnhealthy
+		sv.req.Emit(EventPluginUnhealthy, err.Error())
+	}
+}
+
+// restart asks the runner to restart the task unless this launch is over
+// already: a request that arrives after the task exited would be kept by
+// the runner and kill the next launch.
+func (sv *supervision) restart(ctx context.Context, reason string) {
+	if ctx.Err() != nil {
+		return
+	}
+	select {
+	case <-sv.task.Done():
+		return
+	default:
+	}
+	sv.logger.Warn("restarting CSI plugin task", "reason", reason)
+	sv.req.Restart(reason)
+}

@@ -1,0 +1,286 @@
+package csiplugin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/pluginhost/pluginhost/csi"
+	"github.com/pluginhost/pluginhost/dynamic"
+	"github.com/pluginhost/pluginhost/host/driver"
+	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/taskrunner"
+	"github.com/pluginhost/pluginhost/sdk"
+)
+
+// Task event types, as Nomad names them.
+const (
+	EventPluginHealthy   = "Plugin became healthy"
+	EventPluginUnhealthy = "Plugin became unhealthy"
+)
+
+// SocketName is the CSI endpoint's file name in the allocation's socket
+// directory, as in Nomad.
+const SocketName = "csi.sock"
+
+// HookName is the supervisor's name in task hook lists and logs.
+const HookName = "csi_plugin_supervisor"
+
+// supervisor is the hook of one task. It lives as long as the task runner,
+// across every launch of the task; each launch that reaches poststart gets
+// one supervision (a goroutine) that Exited or Stop ends.
+type supervisor struct {
+	cfg     *Config
+	logger  hclog.Logger
+	plugin  jobspec.TaskCSIPluginConfig
+	allocID string
+	// goPlugin tasks are reached over their go-plugin socket; the others
+	// over CSI_ENDPOINT.
+	goPlugin bool
+	// types are the registry types the csi_plugin type maps to, in
+	// registration order.
+	types []string
+	// mountDir is <MountRoot>/<type>/<id>; stageDir is where the plugin
+	// stages and publishes, inside it.
+	mountDir, stageDir string
+	// defaultSocket is <socket dir>/csi.sock, the endpoint given to tasks
+	// that do not choose their own.
+	defaultSocket string
+
+	mu  sync.Mutex
+	cur *supervision
+}
+
+func newSupervisor(cfg *Config, req *taskrunner.HookRequest, logger hclog.Logger) *supervisor {
+	p := *req.Task.CSIPluginConfig
+	s := &supervisor{
+		cfg:     cfg,
+		logger:  logger.With("alloc_id", req.AllocID, "task", req.Task.Name, "plugin_id", p.ID),
+		plugin:  p,
+		allocID: req.AllocID,
+		// Everything but go_plugin speaks CSI on CSI_ENDPOINT; an unknown
+		// driver fails in the validate hook before this matters.
+		goPlugin:      req.Task.Driver == jobspec.DriverGoPlugin,
+		types:         registryTypes(p.Type),
+		mountDir:      filepath.Join(cfg.MountRoot, p.Type, p.ID),
+		defaultSocket: filepath.Join(req.SocketDir, SocketName),
+	}
+	s.stageDir = hostStageDir(s.mountDir, p.MountDir, p.StagePublishBaseDir)
+	return s
+}
+
+// registryTypes maps a csi_plugin type to registry types. A monolith is
+// registered as node first: if the controller registration fails the node
+// one is rolled back, so a half-registered monolith never stays.
+func registryTypes(t string) []string {
+	switch t {
+	case jobspec.CSIPluginTypeMonolith:
+		return []string{dynamic.PluginTypeCSINode, dynamic.PluginTypeCSIController}
+	case jobspec.CSIPluginTypeNode:
+		return []string{dynamic.PluginTypeCSINode}
+	case jobspec.CSIPluginTypeController:
+		return []string{dynamic.PluginTypeCSIController}
+	}
+	return nil
+}
+
+// hostStageDir translates the job's stage_publish_base_dir, a path inside
+// the task's mount_dir as Nomad's container drivers see it, to the host:
+// raw_exec and go_plugin tasks see the host's filesystem, so the plugin
+// must be handed host paths. A base dir outside mount_dir has no host
+// counterpart and falls back to the mount dir itself.
+func hostStageDir(hostMount, taskMount, taskBase string) string {
+	if taskMount == "" || taskBase == "" {
+		return hostMount
+	}
+	rel, err := filepath.Rel(filepath.Clean(taskMount), filepath.Clean(taskBase))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return hostMount
+	}
+	return filepath.Join(hostMount, rel)
+}
+
+func (s *supervisor) Name() string { return HookName }
+
+// validate catches what no restart can fix. The job parser already checks
+// both fields; an allocation restored from an older or hand-edited store
+// may not have been through it.
+func (s *supervisor) validate() error {
+	if s.plugin.ID == "" || strings.ContainsAny(s.plugin.ID, "/\x00") || s.plugin.ID == "." || s.plugin.ID == ".." {
+		return taskrunner.Fatal(fmt.Errorf("csi_plugin: invalid id %q", s.plugin.ID))
+	}
+	if s.types == nil {
+		return taskrunner.Fatal(fmt.Errorf("csi_plugin %s: invalid type %q (want monolith, node or controller)", s.plugin.ID, s.plugin.Type))
+	}
+	return nil
+}
+
+func (s *supervisor) ensureDirs() error {
+	for _, d := range []string{s.mountDir, s.stageDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("csi_plugin %s: create mount dir: %w", s.plugin.ID, err)
+		}
+	}
+	return nil
+}
+
+// Prestart checks the csi_plugin block, creates the plugin's mount dir and
+// gives a raw_exec task CSI_ENDPOINT unless its job set one (Nomad #12050).
+// The runner interpolates args after every prestart hook, so
+// `--endpoint=${CSI_ENDPOINT}` sees it. go_plugin tasks get none: the sdk
+// serves CSI on the go-plugin socket and ignores the variable there.
+func (s *supervisor) Prestart(_ context.Context, req *taskrunner.HookRequest) error {
+	if err := s.validate(); err != nil {
+		return err
+	}
+	if err := s.ensureDirs(); err != nil {
+		return err
+	}
+	s.stopSupervision()
+	if s.goPlugin {
+		return nil
+	}
+	if ep, ok := req.Env[sdk.EnvCSIEndpoint]; ok && ep != "" {
+		if _, err := csi.SocketPath(ep); err != nil {
+			return taskrunner.Fatal(fmt.Errorf("csi_plugin %s: task sets %s=%q: %w", s.plugin.ID, sdk.EnvCSIEndpoint, ep, err))
+		}
+		return nil
+	}
+	if req.Env == nil {
+		req.Env = map[string]string{}
+	}
+	req.Env[sdk.EnvCSIEndpoint] = "unix://" + s.defaultSocket
+	return nil
+}
+
+// Poststart starts the supervision of this launch and returns at once: the
+// runner calls poststart hooks on its own goroutine before it watches the
+// task, so waiting here for health_timeout would leave a task that exits,
+// or a stop that arrives, unnoticed meanwhile.
+func (s *supervisor) Poststart(ctx context.Context, req *taskrunner.HookRequest, task driver.Task) error {
+	if err := s.validate(); err != nil {
+		return err
+	}
+	sock, err := s.socketFor(req, task)
+	if err != nil {
+		return err
+	}
+	if req.Restored {
+		// Prestart did not run for a re-adopted task.
+		if err := s.ensureDirs(); err != nil {
+			return err
+		}
+	}
+	s.stopSupervision()
+	sv := &supervision{
+		s: s, req: req, task: task, socket: sock, restored: req.Restored,
+		logger: s.logger.With("socket", sock),
+		done:   make(chan struct{}),
+	}
+	// The runner's context ends when the agent shuts down (or the task is
+	// killed), which ends the supervision without deregistering: the
+	// registry keeps the registration in the store for the next agent.
+	sctx, cancel := context.WithCancel(ctx)
+	sv.cancel = cancel
+	s.mu.Lock()
+	s.cur = sv
+	s.mu.Unlock()
+	go sv.run(sctx)
+	return nil
+}
+
+// socketFor says where this launch's CSI services are served.
+func (s *supervisor) socketFor(req *taskrunner.HookRequest, task driver.Task) (string, error) {
+	if s.goPlugin {
+		h := task.Handle()
+		if h == nil || h.SocketPath == "" {
+			return "", fmt.Errorf("csi_plugin %s: go_plugin task has no plugin socket", s.plugin.ID)
+		}
+		return h.SocketPath, nil
+	}
+	ep := req.Env[sdk.EnvCSIEndpoint]
+	if req.Env == nil {
+		// Re-adopted: the runner did not rebuild the environment, so ask
+		// the process what it was started with.
+		if h := task.Handle(); h != nil {
+			ep = processEnv(h.Pid, sdk.EnvCSIEndpoint)
+		}
+	}
+	if ep == "" {
+		return s.defaultSocket, nil
+	}
+	p, err := csi.SocketPath(ep)
+	if err != nil {
+		return "", taskrunner.Fatal(fmt.Errorf("csi_plugin %s: %s=%q: %w", s.plugin.ID, sdk.EnvCSIEndpoint, ep, err))
+	}
+	return p, nil
+}
+
+// processEnv returns key from /proc/<pid>/environ, "" if absent or unreadable.
+func processEnv(pid int, key string) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return ""
+	}
+	prefix := []byte(key + "=")
+	for kv := range bytes.SplitSeq(b, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, prefix); ok {
+			return string(v)
+		}
+	}
+	return ""
+}
+
+// Exited ends the launch's supervision and deregisters this allocation.
+// A task that died while the agent was down arrives here too, through the
+// runner's restore path, and its registration restored from the store
+// goes with it.
+func (s *supervisor) Exited(_ context.Context, _ *taskrunner.HookRequest, _ *driver.ExitResult) error {
+	s.stopSupervision()
+	return s.deregister()
+}
+
+// Stop is Exited for a task stopped for good; it also removes the CSI
+// socket the supervisor named, which its dead plugin left behind.
+func (s *supervisor) Stop(_ context.Context, _ *taskrunner.HookRequest) error {
+	s.stopSupervision()
+	err := s.deregister()
+	if !s.goPlugin && isSocket(s.defaultSocket) {
+		if rerr := os.Remove(s.defaultSocket); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			err = errors.Join(err, fmt.Errorf("csi_plugin %s: remove socket: %w", s.plugin.ID, rerr))
+		}
+	}
+	return err
+}
+
+// stopSupervision cancels the current supervision and waits for its
+// goroutine, so that nothing registers after the caller deregisters.
+func (s *supervisor) stopSupervision() {
+	s.mu.Lock()
+	sv := s.cur
+	s.cur = nil
+	s.mu.Unlock()
+	if sv != nil {
+		sv.cancel()
+		<-sv.done
+	}
+}
+
+// deregister removes this allocation's registrations, and only those: every
+// call names the allocation ID. Missing ones are no-ops in the registry.
+func (s *supervisor) deregister() error {
+	var errs []error
+	for _, typ := range s.types {
+		if err := s.cfg.Registry.Deregister(typ, s.plugin.ID, s.allocID); err != nil && !errors.Is(err, dynamic.ErrShutdown) {
+			errs = append(errs, fmt.Errorf("csi_plugin %s: deregister %s: %w", s.plugin.ID, typ, err))
+		}
+	}
+	return errors.Join(errs...)
+}
