@@ -365,3 +365,34 @@ func TestSecondProcessOnStateDirIsRefused(t *testing.T) {
 		t.Fatalf("second driver on the same state dir was allowed")
 	}
 }
+
+// TestPublishRestoresLostMounts simulates a reboot: the records survive but
+// the mounts do not. Repeating stage and publish, as a CO does, must bring
+// the volume's content back at the target, not an empty directory.
+func TestPublishRestoresLostMounts(t *testing.T) {
+	dir := shortTempDir(t)
+	unmountUnder(t, dir)
+	d, p := startDriver(t, testOptions(dir))
+	v := createVolume(t, p, "reboot", 1<<20)
+	if err := os.WriteFile(filepath.Join(d.store.volumeDir(v.GetVolumeId()), "f"), []byte("kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	staging, target := stagePublish(t, p, v.GetVolumeId(), dir, false)
+	if ok, _ := isMountpoint(target); !ok {
+		t.Skip("mounting not permitted here")
+	}
+	for _, path := range []string{target, staging} {
+		if err := unmountAll(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Publish alone, as a CO that believes the volume is still staged.
+	if _, err := p.Node.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
+		VolumeId: v.GetVolumeId(), StagingTargetPath: staging, TargetPath: target, VolumeCapability: mountCap,
+	}); err != nil {
+		t.Fatalf("publish after lost mounts: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(target, "f")); err != nil || string(b) != "kept" {
+		t.Fatalf("target content = %q, %v; want the volume's file", b, err)
+	}
+}

@@ -252,6 +252,15 @@ func (s *nodeServer) publish(id string, stage *stageRecord, staging, target stri
 	src := staging
 	if stage.Method != mountBind {
 		src = s.d.store.volumeDir(id)
+	} else if mounted, err := isMountpoint(staging); err != nil {
+		return "", err
+	} else if !mounted {
+		// The staging mount is gone (a reboot) though its record is not:
+		// binding the bare directory would show the workload an empty
+		// volume, so restore the staging mount first.
+		if _, err := s.d.mounter.bind(s.d.store.volumeDir(id), staging, false); err != nil {
+			return "", fmt.Errorf("restore staging mount: %w", err)
+		}
 	}
 	if fi, err := os.Lstat(target); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		// Published before by the fallback: check it still points right.
