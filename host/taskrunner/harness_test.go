@@ -3,6 +3,7 @@ package taskrunner
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -128,9 +129,13 @@ func (a *agent) final() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, ar := range a.runners {
-		if err := ar.Stop(ctx); err != nil {
+		// Destroy also removes the socket dir, which for a long t.TempDir
+		// lies outside it (the short fallback root); its root goes too
+		// if nothing else uses it.
+		if err := ar.Destroy(ctx); err != nil {
 			a.t.Errorf("cleanup: %v", err)
 		}
+		_ = os.Remove(filepath.Dir(ar.SocketDir()))
 	}
 	a.close()
 }
