@@ -180,9 +180,11 @@ func (a *Agent) Ready() bool { return a.ready.Load() }
 
 // Run restores allocations, starts the HTTP API and the job files of the
 // configuration, and blocks until ctx ends; then it shuts down, leaving every
-// task running. serve is called with the agent once it can answer requests
-// (cmd/pluginhost starts the HTTP server there); it may be nil.
-func (a *Agent) Run(ctx context.Context, serve func(context.Context, *Agent) error) error {
+// task running. serve runs for as long as the agent does, once allocations
+// are restored (cmd/pluginhost serves the HTTP API there, on a listener it
+// opened before Run so that a taken address fails before anything starts);
+// it may be nil.
+func (a *Agent) Run(ctx context.Context, serve func(context.Context) error) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -207,7 +209,7 @@ func (a *Agent) Run(ctx context.Context, serve func(context.Context, *Agent) err
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
-			if err := serve(runCtx, a); err != nil {
+			if err := serve(runCtx); err != nil {
 				serveErr <- err
 				cancel()
 			}
@@ -285,6 +287,10 @@ func (a *Agent) runJobFile(ctx context.Context, path string) error {
 	_, err = a.RunJob(ctx, job)
 	return err
 }
+
+// Close releases an agent whose Run was never called (Run releases
+// everything itself when it returns).
+func (a *Agent) Close() { a.shutdown() }
 
 // shutdown lets go of everything without stopping tasks.
 func (a *Agent) shutdown() {

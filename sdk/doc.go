@@ -83,9 +83,12 @@
 // the process's real stdout and stderr, where go-plugin's client already
 // parses the JSON log lines from stderr.
 //
-// SIGINT is ignored in plugin mode (the host owns the plugin's lifetime, as in
-// go-plugin); SIGTERM stops it gracefully in both modes: GracefulStop, then
-// Stop after Config.StopTimeout. In standalone mode SIGINT does the same.
+// SIGTERM stops a plugin gracefully in both modes: GracefulStop, then Stop
+// after Config.StopTimeout. SIGINT does the same standalone, and in plugin
+// mode when the plugin leads its own session, as every pluginhost task does:
+// there it can only be the job's kill_signal (Nomad's default is SIGINT). A
+// plugin sharing its host's session ignores SIGINT, as go-plugin intends,
+// since a Ctrl-C in the host's terminal would reach it too.
 // Long-lived infrastructure streams (go-plugin's stdio and broker, health
 // Watch, reflection) are ended as the stop begins, so that a live host does
 // not hold every stop for the whole timeout; the plugin's own calls are the

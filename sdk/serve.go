@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // LaunchedByHost reports whether go-plugin's handshake cookie is in the
@@ -17,8 +19,12 @@ func LaunchedByHost() bool {
 // Serve runs the plugin until it is stopped and reports why it stopped.
 //
 // Launched by pluginhost it does go-plugin's handshake and serves until the
-// host shuts it down or SIGTERM arrives; SIGINT is ignored there because the
-// host owns the plugin's lifetime. Launched any other way it runs standalone
+// host shuts it down or SIGTERM arrives. SIGINT stops it too when it leads
+// its own session, as pluginhost starts every task (setsid): then a SIGINT
+// can only be a deliberate kill_signal, and SIGINT is Nomad's default one.
+// A plugin sharing its host's session ignores SIGINT as go-plugin intends,
+// because a Ctrl-C in the host's terminal reaches it as well. Launched any
+// other way it runs standalone
 // on Config.Endpoint (or $CSI_ENDPOINT) until SIGTERM or SIGINT. Either way a
 // stop is graceful: in-flight RPCs get Config.StopTimeout to finish.
 //
@@ -28,7 +34,7 @@ func LaunchedByHost() bool {
 func Serve(cfg Config) error {
 	signal.Ignore(syscall.SIGPIPE)
 	sigs := []os.Signal{syscall.SIGTERM}
-	if LaunchedByHost() {
+	if LaunchedByHost() && !sessionLeader() {
 		signal.Ignore(syscall.SIGINT)
 	} else {
 		sigs = append(sigs, syscall.SIGINT)
@@ -82,4 +88,11 @@ func Main(cfg Config) {
 	}
 	logger.Error("plugin failed", "error", err)
 	os.Exit(ExitError)
+}
+
+// sessionLeader reports whether this process leads its own session, so that
+// no terminal's Ctrl-C aimed at someone else can reach it.
+func sessionLeader() bool {
+	sid, err := unix.Getsid(0)
+	return err == nil && sid == os.Getpid()
 }

@@ -92,6 +92,11 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 		JSONFormat: cfg.LogJSON,
 		Output:     os.Stderr,
 	})
+	addr, err := listenAddr(cfg, dev)
+	if err != nil {
+		ui.Error(err.Error())
+		return 1
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		ui.Error(fmt.Sprintf("pluginhost: finding own binary for the log shipper: %v", err))
@@ -106,22 +111,16 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 		ui.Error(err.Error())
 		return 1
 	}
-	addr, err := listenAddr(cfg, dev)
+	srv, err := api.NewServer(api.ServerConfig{Addr: addr, Backend: agent, Logger: logger})
 	if err != nil {
+		agent.Close()
 		ui.Error(err.Error())
 		return 1
 	}
-	serve := func(ctx context.Context, a *host.Agent) error {
-		srv, err := api.NewServer(api.ServerConfig{Addr: addr, Backend: a, Logger: logger})
-		if err != nil {
-			return err
-		}
-		a.SetAddr(srv.Addr())
-		ui.Output(fmt.Sprintf("==> pluginhost agent started. Data dir: %s", cfg.DataDir))
-		ui.Output(fmt.Sprintf("    API: export PLUGINHOST_ADDR=%s", srv.Addr()))
-		return srv.Serve(ctx)
-	}
-	if err := agent.Run(ctx, serve); err != nil {
+	agent.SetAddr(srv.Addr())
+	ui.Output(fmt.Sprintf("==> pluginhost agent started. Data dir: %s", cfg.DataDir))
+	ui.Output(fmt.Sprintf("    API: export PLUGINHOST_ADDR=%s", srv.Addr()))
+	if err := agent.Run(ctx, srv.Serve); err != nil {
 		ui.Error(err.Error())
 		return 1
 	}
