@@ -20,11 +20,16 @@ type AllocRunner struct {
 	group *jobspec.TaskGroup
 	tasks []*TaskRunner
 
+	id        string
 	allocDir  string
 	socketDir string
 
-	mu    sync.Mutex
-	alloc state.Alloc
+	// persistMu serialises alloc record writes (mutation and store write
+	// together), so an older copy can never overwrite a newer one: a
+	// status update racing Stop must not store DesiredStatus=run again.
+	persistMu sync.Mutex
+	mu        sync.Mutex
+	alloc     state.Alloc
 
 	runOnce sync.Once
 	done    chan struct{}
@@ -98,7 +103,7 @@ func newAllocRunner(cfg *Config, a *state.Alloc, recs map[string]*state.TaskReco
 		return nil, fmt.Errorf("allocation %s: %w", a.ID, err)
 	}
 	ar := &AllocRunner{
-		cfg: cfg, group: group, alloc: *a,
+		cfg: cfg, group: group, alloc: *a, id: a.ID,
 		allocDir:  filepath.Join(cfg.DataDir, "alloc", a.ID),
 		socketDir: sockDir,
 		done:      make(chan struct{}),
@@ -156,7 +161,7 @@ func newAllocRunner(cfg *Config, a *state.Alloc, recs map[string]*state.TaskReco
 }
 
 // ID is the allocation ID.
-func (ar *AllocRunner) ID() string { return ar.alloc.ID }
+func (ar *AllocRunner) ID() string { return ar.id }
 
 // SocketDir is the allocation's control socket directory.
 func (ar *AllocRunner) SocketDir() string { return ar.socketDir }
@@ -191,13 +196,12 @@ func (ar *AllocRunner) Done() <-chan struct{} { return ar.done }
 // Stop stops the allocation for good: it records the desired status, kills
 // every task (kill_signal, then SIGKILL after kill_timeout) and waits.
 func (ar *AllocRunner) Stop(ctx context.Context) error {
-	ar.mu.Lock()
-	ar.alloc.DesiredStatus = state.AllocDesiredStatusStop
-	ar.alloc.ModifyTime = time.Now()
-	a := ar.alloc
-	ar.mu.Unlock()
-	if err := ar.cfg.Store.PutAlloc(&a); err != nil {
-		return fmt.Errorf("stop allocation %s: %w", a.ID, err)
+	err := ar.persistAlloc(func(a *state.Alloc) bool {
+		a.DesiredStatus = state.AllocDesiredStatusStop
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("stop allocation %s: %w", ar.ID(), err)
 	}
 	ar.Run() // a never-started runner must still reach Done
 	for _, tr := range ar.tasks {
@@ -207,7 +211,7 @@ func (ar *AllocRunner) Stop(ctx context.Context) error {
 	case <-ar.done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("stop allocation %s: %w", a.ID, ctx.Err())
+		return fmt.Errorf("stop allocation %s: %w", ar.ID(), ctx.Err())
 	}
 }
 
@@ -223,7 +227,7 @@ func (ar *AllocRunner) Shutdown(ctx context.Context) error {
 	case <-ar.done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("shutdown allocation %s: %w", ar.alloc.ID, ctx.Err())
+		return fmt.Errorf("shutdown allocation %s: %w", ar.id, ctx.Err())
 	}
 }
 
@@ -234,7 +238,7 @@ func (ar *AllocRunner) Destroy(ctx context.Context) error {
 		return err
 	}
 	var errs []error
-	if err := ar.cfg.Store.DeleteAlloc(ar.alloc.ID); err != nil {
+	if err := ar.cfg.Store.DeleteAlloc(ar.id); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, os.RemoveAll(ar.allocDir), os.RemoveAll(ar.socketDir))
@@ -301,16 +305,30 @@ func (ar *AllocRunner) updateClientStatus() {
 	case dead == len(ar.tasks):
 		status = state.AllocClientStatusComplete
 	}
-	ar.mu.Lock()
-	if ar.alloc.ClientStatus == status {
-		ar.mu.Unlock()
-		return
+	err := ar.persistAlloc(func(a *state.Alloc) bool {
+		if a.ClientStatus == status {
+			return false
+		}
+		a.ClientStatus = status
+		return true
+	})
+	if err != nil && !errors.Is(err, state.ErrAllocNotFound) {
+		ar.cfg.Logger.Error("store allocation status", "alloc_id", ar.ID(), "error", err)
 	}
-	ar.alloc.ClientStatus = status
+}
+
+// persistAlloc applies mutate to the alloc record and stores it if mutate
+// reports a change.
+func (ar *AllocRunner) persistAlloc(mutate func(a *state.Alloc) bool) error {
+	ar.persistMu.Lock()
+	defer ar.persistMu.Unlock()
+	ar.mu.Lock()
+	if !mutate(&ar.alloc) {
+		ar.mu.Unlock()
+		return nil
+	}
 	ar.alloc.ModifyTime = time.Now()
 	a := ar.alloc
 	ar.mu.Unlock()
-	if err := ar.cfg.Store.PutAlloc(&a); err != nil && !errors.Is(err, state.ErrAllocNotFound) {
-		ar.cfg.Logger.Error("store allocation status", "alloc_id", a.ID, "error", err)
-	}
+	return ar.cfg.Store.PutAlloc(&a)
 }

@@ -2,8 +2,11 @@ package taskrunner
 
 import (
 	"bufio"
+	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -61,13 +64,14 @@ func BenchmarkRestore100(b *testing.B) {
 		h := handle(b, ar, "web")
 		b.Cleanup(func() { _ = syscall.Kill(-h.Pid, syscall.SIGKILL) })
 	}
-	var heapPerTask float64
+	var heapPerTask, rssPerTask float64
 	for b.Loop() {
 		b.StopTimer()
 		a.close()
 		runtime.GC()
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
+		rssBefore := vmRSS(b)
 		b.StartTimer()
 		a = a.restart()
 		a.ev.wait(b, "web", EventReattached, tasks)
@@ -79,7 +83,30 @@ func BenchmarkRestore100(b *testing.B) {
 		var after runtime.MemStats
 		runtime.ReadMemStats(&after)
 		heapPerTask = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / tasks
+		rssPerTask = float64(vmRSS(b)-rssBefore) / tasks
 		b.StartTimer()
 	}
 	b.ReportMetric(heapPerTask, "heapB/task")
+	// RSS only grows when the heap needs new pages, so this is a noisy
+	// upper bound of what the restored runners cost.
+	b.ReportMetric(rssPerTask, "rssB/task")
+}
+
+// vmRSS is this process's resident set in bytes.
+func vmRSS(b *testing.B) int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
 }
