@@ -297,7 +297,7 @@ func pluginJob(id, drv, typ string, env map[string]string, args ...string) *jobs
 				Config:      &jobspec.TaskConfig{Command: mockcsiBin, Args: args},
 				Env:         env,
 				KillTimeout: 5 * time.Second, KillSignal: "SIGTERM",
-				Logs:        &jobspec.LogConfig{MaxFiles: 2, MaxFileSizeMB: 1},
+				Logs: &jobspec.LogConfig{MaxFiles: 2, MaxFileSizeMB: 1},
 				CSIPluginConfig: &jobspec.TaskCSIPluginConfig{
 					ID: "hostpath", Type: typ, MountDir: jobspec.DefaultCSIMountDir,
 					StagePublishBaseDir: jobspec.DefaultCSIMountDir, HealthTimeout: 10 * time.Second,

@@ -1,0 +1,86 @@
+package csiplugin
+
+import (
+	"encoding/binary"
+	"strings"
+	"testing"
+
+	"github.com/pluginhost/pluginhost/dynamic"
+	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/taskrunner"
+)
+
+func putU32(b []byte, v uint32) { binary.NativeEndian.PutUint32(b, v) }
+
+func TestNewHookConfig(t *testing.T) {
+	reg, err := dynamic.New(dynamic.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Shutdown)
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{MountRoot: "/x"}, "Registry"},
+		{Config{Registry: reg}, "MountRoot"},
+		{Config{Registry: reg, MountRoot: "rel/csi"}, "absolute"},
+	} {
+		if _, err := NewHook(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewHook(%+v) = %v, want an error naming %s", tc.cfg, err, tc.want)
+		}
+	}
+	hooks, err := NewHook(Config{Registry: reg, MountRoot: "/data/csi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := &taskrunner.HookRequest{AllocID: "a", Task: &jobspec.Task{Name: "web"}}
+	if h := hooks(plain); len(h) != 0 {
+		t.Errorf("a task without csi_plugin got hooks %v", h)
+	}
+	if h := hooks(nil); len(h) != 0 {
+		t.Errorf("nil request got hooks %v", h)
+	}
+	withPlugin := &taskrunner.HookRequest{AllocID: "a", SocketDir: "/s", Task: &jobspec.Task{
+		Name: "p", CSIPluginConfig: &jobspec.TaskCSIPluginConfig{ID: "x", Type: "node"}}}
+	if h := hooks(withPlugin); len(h) != 1 || h[0].Name() != HookName {
+		t.Errorf("csi_plugin task got hooks %v", h)
+	}
+}
+
+// A csi_plugin block that escaped the parser (a hand-edited store, say) is
+// refused with an error no restart can fix, never a panic or a path outside
+// the mount root.
+func TestInvalidPluginConfigIsFatal(t *testing.T) {
+	reg, err := dynamic.New(dynamic.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Shutdown)
+	hooks, err := NewHook(Config{Registry: reg, MountRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []jobspec.TaskCSIPluginConfig{{ID: "", Type: "node"}, {ID: "../etc", Type: "node"}, {ID: "ok", Type: "sidecar"}} {
+		req := &taskrunner.HookRequest{AllocID: "a", SocketDir: t.TempDir(), Task: &jobspec.Task{Name: "p", CSIPluginConfig: &p}}
+		h := hooks(req)[0].(taskrunner.PrestartHook)
+		if err := h.Prestart(t.Context(), req); !taskrunner.IsFatal(err) {
+			t.Errorf("%+v: Prestart = %v, want a fatal error", p, err)
+		}
+	}
+}
+
+func TestHostStageDir(t *testing.T) {
+	for _, tc := range []struct{ taskMount, taskBase, want string }{
+		{"/csi", "/csi", "/data/csi/node/p"},
+		{"/csi", "/csi/sp", "/data/csi/node/p/sp"},
+		{"/csi/", "/csi/a/../b", "/data/csi/node/p/b"},
+		{"/csi", "/local/csi", "/data/csi/node/p"},
+		{"/csi", "/csix", "/data/csi/node/p"},
+		{"", "", "/data/csi/node/p"},
+	} {
+		if got := hostStageDir("/data/csi/node/p", tc.taskMount, tc.taskBase); got != tc.want {
+			t.Errorf("hostStageDir(%q, %q) = %q, want %q", tc.taskMount, tc.taskBase, got, tc.want)
+		}
+	}
+}

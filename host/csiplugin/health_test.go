@@ -1,0 +1,109 @@
+package csiplugin
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pluginhost/pluginhost/dynamic"
+	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/taskrunner"
+	"golang.org/x/sys/unix"
+)
+
+// A plugin whose Probe fails is reported unhealthy with the probe's error,
+// never registered, and restarted when health_timeout runs out, the reason
+// naming the timeout and the last error.
+func TestProbeFailingRestarts(t *testing.T) {
+	for _, drv := range drivers {
+		t.Run(drv, func(t *testing.T) {
+			t.Parallel()
+			a := newAgent(t, "", agentOpts{})
+			job := pluginJob("csi", drv, jobspec.CSIPluginTypeNode, map[string]string{"MOCKCSI_PROBE_FAIL": "1"})
+			csiTask(job).CSIPluginConfig.HealthTimeout = 300 * time.Millisecond
+			ar := a.run(job)
+			unhealthy := a.ev.wait(t, ar.ID(), EventPluginUnhealthy, 1)
+			if !strings.Contains(unhealthy.Message, "probe failing on purpose") {
+				t.Errorf("unhealthy event %q does not carry the probe error", unhealthy.Message)
+			}
+			sig := a.ev.wait(t, ar.ID(), taskrunner.EventRestartSignal, 1)
+			if !strings.Contains(sig.Message, "health_timeout 300ms elapsed") || !strings.Contains(sig.Message, "probe failing on purpose") {
+				t.Errorf("restart reason %q", sig.Message)
+			}
+			a.ev.wait(t, ar.ID(), taskrunner.EventRestarting, 1)
+			// The restarted launch is supervised again from scratch.
+			a.ev.wait(t, ar.ID(), EventPluginUnhealthy, 2)
+			if n := len(a.ev.matching(ar.ID(), EventPluginHealthy)); n != 0 {
+				t.Errorf("%d healthy events", n)
+			}
+			notRegistered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
+		})
+	}
+}
+
+// ready=false is "still starting": no event while it lasts, a restart with
+// the reason when it outlasts health_timeout.
+func TestNotReadyBeyondHealthTimeout(t *testing.T) {
+	for _, drv := range drivers {
+		t.Run(drv, func(t *testing.T) {
+			t.Parallel()
+			a := newAgent(t, "", agentOpts{})
+			job := pluginJob("csi", drv, jobspec.CSIPluginTypeMonolith, map[string]string{"MOCKCSI_NOT_READY_FOR": "1h"})
+			csiTask(job).CSIPluginConfig.HealthTimeout = 300 * time.Millisecond
+			ar := a.run(job)
+			sig := a.ev.wait(t, ar.ID(), taskrunner.EventRestartSignal, 1)
+			if !strings.Contains(sig.Message, "health_timeout 300ms elapsed: ") || !strings.Contains(sig.Message, "ready=false") {
+				t.Errorf("restart reason %q", sig.Message)
+			}
+			// The unhealthy event comes with the timeout, not before.
+			if evs := a.ev.matching(ar.ID(), EventPluginUnhealthy); len(evs) != 1 || !strings.Contains(evs[0].Message, "ready=false") {
+				t.Errorf("unhealthy events %v", evs)
+			}
+			notRegistered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
+			notRegistered(t, a.reg, dynamic.PluginTypeCSIController, ar.ID())
+		})
+	}
+}
+
+// A plugin that is not ready for a while but within health_timeout is
+// registered without a restart.
+func TestNotReadyWithinHealthTimeout(t *testing.T) {
+	a := newAgent(t, "", agentOpts{})
+	job := pluginJob("csi", jobspec.DriverRawExec, jobspec.CSIPluginTypeNode, map[string]string{"MOCKCSI_NOT_READY_FOR": "300ms"})
+	ar := a.run(job)
+	a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+	handle(t, ar, "plugin")
+	registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
+	for _, typ := range []string{taskrunner.EventRestartSignal, EventPluginUnhealthy} {
+		if n := len(a.ev.matching(ar.ID(), typ)); n != 0 {
+			t.Errorf("%d %q events:%s", n, typ, a.ev)
+		}
+	}
+}
+
+// The heartbeat turns health changes into events: a frozen plugin (SIGSTOP)
+// times its probe out and is reported unhealthy, and healthy again once it
+// thaws. It stays registered: as in Nomad, the heartbeat informs and the CSI
+// manager fingerprints health on its own.
+func TestHeartbeatHealthEvents(t *testing.T) {
+	a := newAgent(t, "", agentOpts{probeInterval: 50 * time.Millisecond, probeTimeout: 200 * time.Millisecond})
+	ar := a.run(pluginJob("csi", jobspec.DriverGoPlugin, jobspec.CSIPluginTypeNode, nil))
+	a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+	h := handle(t, ar, "plugin")
+	if err := unix.Kill(h.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	ev := a.ev.wait(t, ar.ID(), EventPluginUnhealthy, 1)
+	if !strings.Contains(ev.Message, "DeadlineExceeded") && !strings.Contains(ev.Message, "deadline exceeded") {
+		t.Errorf("unhealthy because %q", ev.Message)
+	}
+	registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
+	if err := unix.Kill(h.Pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	a.ev.wait(t, ar.ID(), EventPluginHealthy, 2)
+	if n := len(a.ev.matching(ar.ID(), taskrunner.EventRestartSignal)); n != 0 {
+		t.Errorf("heartbeat failure restarted the task:%s", a.ev)
+	}
+}

@@ -1,0 +1,213 @@
+package csiplugin
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pluginhost/pluginhost/dynamic"
+	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/taskrunner"
+	"golang.org/x/sys/unix"
+)
+
+// subscribe follows the registry's events of one type for the test's life.
+func subscribe(t testing.TB, reg *dynamic.Registry, typ string) <-chan *dynamic.Event {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return reg.Subscribe(ctx, typ)
+}
+
+// nextEvents reads the next len(want) events and compares "Type alloc".
+func nextEvents(t testing.TB, ch <-chan *dynamic.Event, want ...string) {
+	t.Helper()
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	var got []string
+	for range want {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatalf("subscription closed after %v", got)
+			}
+			got = append(got, ev.Type.String()+" "+ev.Info.AllocID)
+		case <-deadline.C:
+			t.Fatalf("registry events %v, want %v", got, want)
+		}
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("registry events %v, want %v", got, want)
+	}
+}
+
+// A task that exits is deregistered by the Exited hook, before its
+// restart; the next launch registers anew, and the last exit leaves
+// nothing behind.
+func TestExitDeregisters(t *testing.T) {
+	for _, drv := range drivers {
+		t.Run(drv, func(t *testing.T) {
+			t.Parallel()
+			a := newAgent(t, "", agentOpts{probeInterval: 50 * time.Millisecond})
+			// The RPC after Probe and GetPluginInfo (and go_plugin's identity
+			// call at launch) kills the plugin: the first heartbeat.
+			crash := "2"
+			if drv == jobspec.DriverGoPlugin {
+				crash = "3"
+			}
+			job := pluginJob("csi", drv, jobspec.CSIPluginTypeNode, map[string]string{"MOCKCSI_CRASH_AFTER": crash})
+			job.TaskGroups[0].Restart.Attempts = 1
+			events := subscribe(t, a.reg, dynamic.PluginTypeCSINode)
+			ar := a.run(job)
+			<-ar.Done()
+			id := ar.ID()
+			nextEvents(t, events, "registered "+id, "deregistered "+id, "registered "+id, "deregistered "+id)
+			notRegistered(t, a.reg, dynamic.PluginTypeCSINode, id)
+			if n := len(a.ev.matching(id, EventPluginHealthy)); n != 2 {
+				t.Errorf("%d healthy events, want one per launch:%s", n, a.ev)
+			}
+		})
+	}
+}
+
+// Two allocations of one plugin, as in a rolling update: the newer is
+// active; when it stops, the older takes over; neither deregisters the
+// other.
+func TestRollingUpdate(t *testing.T) {
+	a := newAgent(t, "", agentOpts{})
+	job := pluginJob("csi", jobspec.DriverGoPlugin, jobspec.CSIPluginTypeMonolith, nil)
+	older := a.run(job)
+	a.ev.wait(t, older.ID(), EventPluginHealthy, 1)
+	newer := a.run(job)
+	a.ev.wait(t, newer.ID(), EventPluginHealthy, 1)
+	for _, typ := range []string{dynamic.PluginTypeCSINode, dynamic.PluginTypeCSIController} {
+		if p, ok := a.reg.Active(typ, "hostpath"); !ok || p.AllocID != newer.ID() {
+			t.Fatalf("%s active = %+v, want the newer alloc %s", typ, p, newer.ID())
+		}
+	}
+	a.stop(newer)
+	for _, typ := range []string{dynamic.PluginTypeCSINode, dynamic.PluginTypeCSIController} {
+		notRegistered(t, a.reg, typ, newer.ID())
+		if p, ok := a.reg.Active(typ, "hostpath"); !ok || p.AllocID != older.ID() {
+			t.Fatalf("%s active after the newer stopped = %+v, want the older alloc %s", typ, p, older.ID())
+		}
+	}
+	a.stop(older)
+	for _, typ := range []string{dynamic.PluginTypeCSINode, dynamic.PluginTypeCSIController} {
+		if p, ok := a.reg.Active(typ, "hostpath"); ok {
+			t.Fatalf("%s still active: %+v", typ, p)
+		}
+	}
+}
+
+// An agent restart re-adopts the plugin (same pid, no launch), probes the
+// same socket and registers it again: identical info, so the registry
+// restored from the store does nothing and emits nothing.
+func TestAgentRestartReregisters(t *testing.T) {
+	for _, drv := range drivers {
+		t.Run(drv, func(t *testing.T) {
+			t.Parallel()
+			a := newAgent(t, "", agentOpts{})
+			ar := a.run(pluginJob("csi", drv, jobspec.CSIPluginTypeNode, nil))
+			a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+			h := handle(t, ar, "plugin")
+			before := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
+
+			var events <-chan *dynamic.Event
+			b := a.restart(func(b *agent) {
+				// Restored from the store before any supervisor ran.
+				registered(t, b.reg, dynamic.PluginTypeCSINode, ar.ID())
+				events = subscribe(t, b.reg, dynamic.PluginTypeCSINode)
+			})
+			b.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+			if n := len(b.ev.matching(ar.ID(), taskrunner.EventReattached)); n != 1 {
+				t.Fatalf("%d reattached events:%s", n, b.ev)
+			}
+			if n := len(b.ev.matching(ar.ID(), taskrunner.EventStarted)); n != 0 {
+				t.Fatalf("plugin relaunched:%s", b.ev)
+			}
+			if h2 := handle(t, b.runners[0], "plugin"); h2.Pid != h.Pid || h2.StartTime != h.StartTime {
+				t.Fatalf("pid %d → %d", h.Pid, h2.Pid)
+			}
+			after := registered(t, b.reg, dynamic.PluginTypeCSINode, ar.ID())
+			if after.Seq != before.Seq || !after.RegisteredAt.Equal(before.RegisteredAt) || after.ConnectionInfo.SocketPath != before.ConnectionInfo.SocketPath {
+				t.Fatalf("registration changed: %+v → %+v", before, after)
+			}
+			// Events of a type are totally ordered: had the re-registration
+			// changed anything, its event would come before the sentinel's.
+			sentinel := &dynamic.PluginInfo{Type: dynamic.PluginTypeCSINode, Name: "sentinel", AllocID: "sentinel",
+				ConnectionInfo: &dynamic.ConnectionInfo{SocketPath: "/nonexistent.sock"}}
+			if err := b.reg.Register(sentinel); err != nil {
+				t.Fatal(err)
+			}
+			nextEvents(t, events, "registered sentinel")
+		})
+	}
+}
+
+// A plugin that died while the agent was down reaches the Exited hook
+// through the runner's restore path: its restored registration goes, and
+// the relaunch registers anew.
+func TestDiedWhileAgentDown(t *testing.T) {
+	for _, drv := range drivers {
+		t.Run(drv, func(t *testing.T) {
+			t.Parallel()
+			a := newAgent(t, "", agentOpts{})
+			ar := a.run(pluginJob("csi", drv, jobspec.CSIPluginTypeNode, nil))
+			a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+			h := handle(t, ar, "plugin")
+			a.close()
+			if err := unix.Kill(h.Pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			waitGone(t, h.Pid)
+
+			id := ar.ID()
+			var events <-chan *dynamic.Event
+			b := a.restart(func(b *agent) {
+				registered(t, b.reg, dynamic.PluginTypeCSINode, id)
+				events = subscribe(t, b.reg, dynamic.PluginTypeCSINode)
+			})
+			b.ev.wait(t, id, EventPluginHealthy, 1)
+			nextEvents(t, events, "deregistered "+id, "registered "+id)
+			if n := len(b.ev.matching(id, taskrunner.EventStarted)); n != 1 {
+				t.Fatalf("%d launches after restore:%s", n, b.ev)
+			}
+			if p := registered(t, b.reg, dynamic.PluginTypeCSINode, id); p.ConnectionInfo.SocketPath == "" {
+				t.Fatal("no socket")
+			}
+			handle(t, b.runners[0], "plugin")
+		})
+	}
+}
+
+// With a data dir too long for <data_dir>/sockets/<alloc>/... the runner
+// falls back to a short socket root, and the plugin is still reached and
+// registered on a socket path within sun_path.
+func TestLongDataDir(t *testing.T) {
+	for _, drv := range drivers {
+		t.Run(drv, func(t *testing.T) {
+			t.Parallel()
+			dataDir := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
+			if err := os.MkdirAll(dataDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			a := newAgent(t, dataDir, agentOpts{})
+			ar := a.run(pluginJob("csi", drv, jobspec.CSIPluginTypeNode, nil))
+			t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(ar.SocketDir())) })
+			a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+			handle(t, ar, "plugin")
+			p := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
+			sock := p.ConnectionInfo.SocketPath
+			if strings.HasPrefix(sock, dataDir) || len(sock) > dynamic.MaxSocketPathLen {
+				t.Fatalf("socket %s (%d bytes) is not the short fallback", sock, len(sock))
+			}
+			if want := filepath.Join(dataDir, "csi", "node", "hostpath"); p.Options["MountDir"] != want {
+				t.Fatalf("mount dir %q, want %q under the long data dir", p.Options["MountDir"], want)
+			}
+		})
+	}
+}
