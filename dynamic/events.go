@@ -119,15 +119,27 @@ func (r *Registry) subscribe(ctx context.Context, pluginType string, snapshot bo
 	}
 	start := r.feedLocked(pluginType).tail
 	// Add under the lock that Shutdown takes before it sets shut, so every
-	// Add happens before Shutdown's Wait.
-	r.subs.Add(1)
+	// Add happens before Shutdown's Wait: one for the delivery goroutine,
+	// one for the drain that runs when the subscription ends.
+	r.subs.Add(2)
 	r.mu.Unlock()
 
 	// One stop channel for both the subscriber's ctx and the registry's
-	// shutdown: two-way selects in the delivery loop instead of three-way
-	// ones are a measurable share of a 1,000-subscriber fan-out.
+	// shutdown keeps the wait a two-way select.
 	sctx, cancel := context.WithCancel(ctx)
 	unlink := context.AfterFunc(r.base, cancel)
+	// The hand-off to the subscriber is a plain send: against a select it
+	// cut the p99 of a 1,000-subscriber fan-out several-fold (BenchmarkFanout,
+	// measured on a loaded 2-core machine). A subscriber
+	// that stopped reading is unblocked by draining its channel once it is
+	// cancelled; the drain ends when deliver closes the channel. Every
+	// subscription is eventually cancelled (by Shutdown at the latest), so
+	// the drain always runs and Shutdown can count it.
+	context.AfterFunc(sctx, func() {
+		defer r.subs.Done()
+		for range out {
+		}
+	})
 	go func() {
 		defer r.subs.Done()
 		defer unlink()
@@ -138,7 +150,8 @@ func (r *Registry) subscribe(ctx context.Context, pluginType string, snapshot bo
 }
 
 // deliver walks the feed from the node the subscriber joined at and hands
-// each event to out until stop is closed; then it closes out.
+// each event to out until stop is closed; then it closes out. A send that
+// blocks when stop closes is completed by the subscription's drain.
 func deliver(stop <-chan struct{}, cur *eventNode, out chan<- *Event) {
 	defer close(out)
 	for {
@@ -148,11 +161,7 @@ func deliver(stop <-chan struct{}, cur *eventNode, out chan<- *Event) {
 			return
 		}
 		cur = cur.next
-		select {
-		case out <- cur.ev:
-		case <-stop:
-			return
-		}
+		out <- cur.ev
 	}
 }
 

@@ -187,3 +187,22 @@ func TestWatchSnapshotIsAtomic(t *testing.T) {
 		}
 	}
 }
+
+// TestAbandonedSubscriptionLeavesNothing: a subscriber that stops reading
+// with events pending and then cancels leaves no goroutine behind, even
+// though the registry itself keeps running.
+func TestAbandonedSubscriptionLeavesNothing(t *testing.T) {
+	done := leakCheck(t)
+	r := newRegistry(t, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	_ = r.Subscribe(ctx, PluginTypeCSINode) // never read
+	for i := range 3 {
+		mustRegister(t, r, node("p", fmt.Sprint("a", i)))
+	}
+	cancel()
+	done()
+	// And the registry still works for others.
+	ch := r.Subscribe(t.Context(), PluginTypeCSINode)
+	mustRegister(t, r, node("p", "after"))
+	expectEvents(t, ch, want{EventRegistered, "after", true})
+}
