@@ -1,8 +1,6 @@
 package config
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -121,22 +119,6 @@ func (c *Config) APIListenAddr() (network, address string, err error) {
 		return "", "", fmt.Errorf("api address: %w", err)
 	}
 	return network, address, nil
-}
-
-// PluginSocketDir returns the root under which plugin and CSI sockets live.
-// Without plugin.socket_dir it is "<data_dir>/sockets" when that fits the
-// budget, and otherwise "/tmp/pluginhost-<hash of data_dir>": short, stable
-// across restarts of the same agent (so reattach finds the sockets again)
-// and distinct per data dir.
-func (c *Config) PluginSocketDir() string {
-	if c.Plugin.SocketDir != "" {
-		return c.Plugin.SocketDir
-	}
-	if p := filepath.Join(c.DataDir, "sockets"); len(p) <= MaxSocketDirLen {
-		return p
-	}
-	sum := sha256.Sum256([]byte(c.DataDir))
-	return "/tmp/pluginhost-" + hex.EncodeToString(sum[:6])
 }
 
 // Validate checks a Config assembled in code (Dev plus a DataDir, or a test's

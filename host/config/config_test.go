@@ -132,9 +132,6 @@ func TestDefaults(t *testing.T) {
 	if err != nil || network != "unix" || addr != filepath.Join(dir, APISocketName) {
 		t.Errorf("APIListenAddr = %q %q %v", network, addr, err)
 	}
-	if got := c.PluginSocketDir(); got != filepath.Join(dir, "sockets") {
-		t.Errorf("PluginSocketDir = %q", got)
-	}
 }
 
 // TestSocketLimitIsReal binds real unix sockets to show that the limit the
@@ -183,27 +180,6 @@ func TestSocketLimitIsReal(t *testing.T) {
 	c.DataDir = tooLong
 	if _, _, err := c.APIListenAddr(); err == nil {
 		t.Error("APIListenAddr accepted a socket path over the limit")
-	}
-}
-
-func TestPluginSocketDirFallback(t *testing.T) {
-	c := Dev()
-	c.DataDir = "/var/lib/" + strings.Repeat("x", MaxSocketDirLen)
-	got := c.PluginSocketDir()
-	if len(got) > MaxSocketDirLen || !strings.HasPrefix(got, "/tmp/pluginhost-") {
-		t.Errorf("fallback %q: want a short /tmp/pluginhost-<hash>", got)
-	}
-	if again := c.PluginSocketDir(); again != got {
-		t.Errorf("fallback not stable: %q then %q", got, again)
-	}
-	other := Dev()
-	other.DataDir = c.DataDir + "y"
-	if other.PluginSocketDir() == got {
-		t.Error("two data dirs share one socket dir")
-	}
-	c.Plugin.SocketDir = "/run/ph"
-	if c.PluginSocketDir() != "/run/ph" {
-		t.Error("socket_dir not honoured")
 	}
 }
 

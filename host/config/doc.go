@@ -21,11 +21,10 @@
 // lets a long data_dir through and CSI then fails with dial timeouts. Here a
 // default API socket (<data_dir>/pluginhost.sock) that would be too long is
 // an error at data_dir, an explicit plugin.socket_dir must be absolute and at
-// most MaxSocketDirLen (60) bytes, and PluginSocketDir falls back from
-// <data_dir>/sockets to /tmp/pluginhost-<hash of data_dir> when data_dir is
-// long. The fallback is stable across agent restarts, which reattaching to
-// running plugins needs; production setups should set socket_dir to a
-// directory under /run instead, which tmp cleaners leave alone.
+// most MaxSocketDirLen (60) bytes. Without socket_dir the task runner
+// (taskrunner.SocketDir) picks each allocation's socket directory, falling
+// back from <data_dir>/sockets to a short root derived from a hash of the
+// data dir when data_dir is long; that choice lives in one place only.
 //
 // # The API address
 //
