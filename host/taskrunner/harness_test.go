@@ -167,10 +167,17 @@ func (a *agent) close() {
 
 // restart ends this incarnation and returns the next one with every
 // stored allocation restored and running.
-func (a *agent) restart() *agent {
+func (a *agent) restart() *agent { return a.restartWith(nil) }
+
+// restartWith is restart with a change to the new incarnation's Config
+// (hooks, say) made before anything is restored.
+func (a *agent) restartWith(change func(*Config)) *agent {
 	a.t.Helper()
 	a.close()
 	b := newAgent(a.t, a.dataDir)
+	if change != nil {
+		change(b.cfg)
+	}
 	states, err := b.db.LoadAllocs()
 	if err != nil {
 		a.t.Fatal(err)
