@@ -1,0 +1,42 @@
+// Package e2e holds end-to-end tests and agent-level benchmarks of
+// pluginhost. It has no code of its own besides this comment: everything is
+// in _test.go files, and nothing here is imported by anything else.
+//
+// # What is real
+//
+// Every test runs the real `pluginhost` binary (internal/testbin builds it,
+// or takes it from PLUGINHOST_TEST_BIN_DIR under `make test`) as a
+// subprocess, with a config file it writes into a short temporary directory
+// (os.MkdirTemp("", "ph-e2e-"): t.TempDir paths are long enough to push the
+// agent's API socket and the plugin sockets past the 107-byte sun_path
+// limit). Tasks are real processes: /bin/sh loops under raw_exec and the
+// real mockcsi binary under go_plugin and raw_exec. The agent is killed with
+// a real SIGKILL and started again on the same data dir.
+//
+// # How tests see processes
+//
+// The API reports a task's pid only inside the text of its Started and
+// Reattached events, so tests find task processes themselves: every task a
+// test runs carries an environment variable E2E_MARK with a value unique to
+// the test and task. A scan of /proc for that value finds every process
+// the task left behind, including ones the agent has forgotten (orphans).
+// The task's "top" process is the one whose parent lacks the marker; a
+// shell loop's short-lived children are thereby not counted as duplicates.
+//
+// # Waiting
+//
+// Tests wait on events, never on sleeps: the agent's start by the line it
+// prints once its API listens, readiness and task transitions by the event
+// stream (subscribe first, then check the current state, then wait, so no
+// transition falls between the two). Where there is no event (a log file
+// growing while the agent is down, a process disappearing after an agent
+// that no longer exists killed it) a poll with a deadline is used.
+//
+// # Cleanup
+//
+// Each test's t.Cleanup kills its agent and then every process whose
+// command line or environment mentions the test's temporary directory (task
+// processes carry it in NOMAD_ALLOC_DIR, log shippers in their arguments),
+// by process group and by pid, and removes the directory, also when the
+// test failed half-way.
+package e2e

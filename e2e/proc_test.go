@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// proc is what a /proc scan learns about one process.
+type proc struct {
+	pid, ppid int
+	state     byte
+	cmdline   []byte
+	environ   []byte
+}
+
+// readProc reads /proc/<pid>; ok is false for processes that vanished or
+// are zombies (a zombie has no cmdline or environ left and is not running).
+func readProc(pid int) (p proc, ok bool) {
+	dir := "/proc/" + strconv.Itoa(pid)
+	stat, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return p, false
+	}
+	// The command name is in parentheses and may contain anything; the
+	// fields after the last ')' are fixed.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return p, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 2 {
+		return p, false
+	}
+	p.pid, p.state = pid, f[0][0]
+	p.ppid, _ = strconv.Atoi(f[1])
+	if p.state == 'Z' || p.state == 'X' {
+		return p, false
+	}
+	p.cmdline, _ = os.ReadFile(dir + "/cmdline")
+	p.environ, _ = os.ReadFile(dir + "/environ")
+	return p, true
+}
+
+// scanProcs returns every live process.
+func scanProcs() map[int]proc {
+	ents, err := os.ReadDir("/proc")
+	out := make(map[int]proc)
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if p, ok := readProc(pid); ok {
+			out[pid] = p
+		}
+	}
+	return out
+}
+
+// hasEnv reports whether the process's environment holds key=value.
+func (p proc) hasEnv(kv string) bool {
+	for _, e := range bytes.Split(p.environ, []byte{0}) {
+		if string(e) == kv {
+			return true
+		}
+	}
+	return false
+}
+
+// markerEnv is the environment entry that marks a test's task.
+func markerEnv(marker string) string { return "E2E_MARK=" + marker }
+
+// marked returns the pids of every live process carrying the marker.
+func marked(marker string) []int {
+	var out []int
+	for pid, p := range scanProcs() {
+		if p.hasEnv(markerEnv(marker)) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// topMarked returns the marked processes whose parent is not marked: one
+// per running copy of the task, however many children a shell loop forks.
+func topMarked(marker string) []int {
+	all := scanProcs()
+	kv := markerEnv(marker)
+	var out []int
+	for pid, p := range all {
+		if !p.hasEnv(kv) {
+			continue
+		}
+		if parent, ok := all[p.ppid]; ok && parent.hasEnv(kv) {
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out
+}
+
+// alive reports whether pid is a running (non-zombie) process.
+func alive(pid int) bool {
+	_, ok := readProc(pid)
+	return ok
+}
+
+// killMatching SIGKILLs, by process group and by pid, every process other
+// than this one whose command line or environment mentions s.
+func killMatching(s string) {
+	self, selfPgid := os.Getpid(), syscall.Getpgrp()
+	needle := []byte(s)
+	// Two passes: a task shell killed in the first may have forked a
+	// child between the scan and the kill.
+	for range 2 {
+		for pid, p := range scanProcs() {
+			if pid == self || pid == 1 {
+				continue
+			}
+			if !bytes.Contains(p.cmdline, needle) && !bytes.Contains(p.environ, needle) {
+				continue
+			}
+			if pgid, err := syscall.Getpgid(pid); err == nil && pgid != selfPgid && pgid > 1 {
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			}
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// waitGone polls until no process carries the marker. There is no event
+// for the end of a process that is not our child; the deadline bounds it.
+func waitGone(t testing.TB, marker string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		left := marked(marker)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes with marker %s still running after %s: %v", marker, d, describe(left))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// describe renders pids with their command lines for failure messages.
+func describe(pids []int) string {
+	var b strings.Builder
+	for _, pid := range pids {
+		p, _ := readProc(pid)
+		b.WriteString(strconv.Itoa(pid) + ":" + strings.ReplaceAll(string(p.cmdline), "\x00", " ") + "; ")
+	}
+	return b.String()
+}
