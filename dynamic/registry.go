@@ -269,8 +269,17 @@ func (r *Registry) cleanupSetLocked(pluginType, name string) {
 // Deregistered event for the removed allocation followed by an Activated
 // event for its successor. Deregistering an allocation that is not
 // registered (a plugin that failed before it registered) is a no-op that
-// emits nothing. If the Store fails, nothing changes.
+// emits nothing. An empty argument is an ErrInvalid error naming it. If the
+// Store fails, nothing changes.
 func (r *Registry) Deregister(pluginType, name, allocID string) error {
+	switch {
+	case pluginType == "":
+		return fmt.Errorf("deregister plugin: %w: missing Type", ErrInvalid)
+	case name == "":
+		return fmt.Errorf("deregister plugin: %w: missing Name", ErrInvalid)
+	case allocID == "":
+		return fmt.Errorf("deregister plugin: %w: missing AllocID", ErrInvalid)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.shut {

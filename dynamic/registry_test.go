@@ -40,6 +40,13 @@ func TestRegisterValidation(t *testing.T) {
 	if got := r.ListAllocs(PluginTypeCSINode); len(got) != 0 {
 		t.Fatalf("invalid registrations left state behind: %s", allocIDs(got))
 	}
+	for i, args := range [][3]string{{"", "p", "a"}, {"t", "", "a"}, {"t", "p", ""}} {
+		err := r.Deregister(args[0], args[1], args[2])
+		field := []string{"Type", "Name", "AllocID"}[i]
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "missing "+field) {
+			t.Fatalf("Deregister%q = %v, want ErrInvalid naming %s", args, err, field)
+		}
+	}
 	// The limit itself is fine.
 	ok := node("p", "a1")
 	ok.ConnectionInfo.SocketPath = "/" + strings.Repeat("d", MaxSocketPathLen-1)
