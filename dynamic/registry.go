@@ -138,26 +138,13 @@ func New(cfg Config) (*Registry, error) {
 
 func (r *Registry) restore(records []*PluginInfo) {
 	valid := make([]*PluginInfo, 0, len(records))
-	seen := make(map[pluginKey]int, len(records))
 	for _, rec := range records {
 		if err := rec.Validate(); err != nil {
 			r.logger.Warn("skipping unusable stored plugin record", "error", err)
 			continue
 		}
-		// A keyed store cannot hold duplicates, but a buggy one could; the
-		// later registration is the one that was current.
-		k := pluginKey{rec.Type, rec.Name, rec.AllocID}
-		if i, dup := seen[k]; dup {
-			if rec.Seq > valid[i].Seq {
-				valid[i] = rec
-			}
-			continue
-		}
-		seen[k] = len(valid)
 		valid = append(valid, rec)
 	}
-	// Ties (records from before Seq existed have Seq 0) fall back to
-	// registration time and then alloc ID, so a restore is deterministic.
 	// The tie-breakers only run on ties: evaluating them eagerly (cmp.Or)
 	// made sorting 100,000 records several times slower.
 	slices.SortFunc(valid, func(a, b *PluginInfo) int {
@@ -169,12 +156,21 @@ func (r *Registry) restore(records []*PluginInfo) {
 		}
 		return cmp.Compare(a.AllocID, b.AllocID)
 	})
+	restored := 0
 	for _, info := range valid {
-		r.setLocked(info.Type, info.Name, true).push(&allocEntry{info: info})
+		set := r.setLocked(info.Type, info.Name, true)
+		// A keyed store cannot hold duplicates, but a buggy one could; in
+		// Seq order the later record is the one that was current.
+		if old, dup := set.allocs[info.AllocID]; dup {
+			set.remove(old)
+			restored--
+		}
+		set.push(&allocEntry{info: info})
+		restored++
 		r.nextSeq = max(r.nextSeq, info.Seq+1)
 	}
-	if len(valid) > 0 {
-		r.logger.Debug("restored plugins", "allocations", len(valid), "skipped", len(records)-len(valid))
+	if len(records) > 0 {
+		r.logger.Debug("restored plugins", "allocations", restored, "skipped", len(records)-restored)
 	}
 }
 

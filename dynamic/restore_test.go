@@ -187,3 +187,25 @@ func TestMemStore(t *testing.T) {
 		t.Fatalf("delete: %v, len %d", err, s.Len())
 	}
 }
+
+// TestRestoreDuplicateRecords: a buggy store returning one allocation twice
+// restores it once, with the later record.
+func TestRestoreDuplicateRecords(t *testing.T) {
+	older := node("p", "a1")
+	older.Seq, older.Version = 1, "old"
+	other := node("p", "a2")
+	other.Seq = 2
+	newer := node("p", "a1")
+	newer.Seq, newer.Version = 3, "new"
+	r := newRegistry(t, sliceStore{newer, other, older})
+	if got := allocIDs(r.ListAllocs(PluginTypeCSINode)); got != "p/a2,p/a1" {
+		t.Fatalf("restored %q, want p/a2,p/a1", got)
+	}
+	if p, _ := r.Active(PluginTypeCSINode, "p"); p.AllocID != "a1" || p.Version != "new" {
+		t.Fatalf("active %+v, want a1 version new", p)
+	}
+	mustDeregister(t, r, PluginTypeCSINode, "p", "a1")
+	if got := activeAlloc(r, PluginTypeCSINode, "p"); got != "a2" {
+		t.Fatalf("after deregistering a1, active %q, want a2", got)
+	}
+}
