@@ -112,8 +112,9 @@ func expectEvents(t testing.TB, ch <-chan *Event, wants ...want) []*Event {
 	return got
 }
 
-// marker registers and deregisters a throwaway allocation and expects its two
-// events to be the next ones on ch: proof that nothing was emitted before it.
+// expectNothingBefore registers and deregisters a throwaway allocation and
+// expects its two events to be the next ones on ch: proof that nothing was
+// emitted before it, without sleeping to see whether something arrives.
 func expectNothingBefore(t testing.TB, r *Registry, ch <-chan *Event, typ string) {
 	t.Helper()
 	m := pinfo(typ, "zz-marker", "marker-"+t.Name())

@@ -22,10 +22,6 @@ var (
 	ErrNoDispenser = errors.New("no dispenser for plugin type")
 )
 
-// DispenseFunc turns the active instance of a plugin into a client. It runs
-// without any registry lock held, so it may dial.
-type DispenseFunc func(info *PluginInfo) (any, error)
-
 // Config is what New needs.
 type Config struct {
 	// Store persists every change. Nil means in memory only (a fresh
@@ -48,7 +44,8 @@ type Registry struct {
 	// watch it.
 	base context.Context
 	stop context.CancelFunc
-	// subs counts subscriber goroutines, so Shutdown can wait for them.
+	// subs counts subscription goroutines (delivery and drain), so
+	// Shutdown can wait for them.
 	subs sync.WaitGroup
 
 	mu         sync.RWMutex
@@ -365,87 +362,6 @@ func (r *Registry) activeLocked(pluginType, name string) (*PluginInfo, bool) {
 		return s.tail.info.Copy(), true
 	}
 	return nil, false
-}
-
-// SetDispenser sets, replaces or (with a nil fn) removes the dispenser of a
-// plugin type. Tests use it to swap in their own client factory.
-func (r *Registry) SetDispenser(pluginType string, fn DispenseFunc) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if fn == nil {
-		delete(r.dispensers, pluginType)
-		return
-	}
-	r.dispensers[pluginType] = fn
-}
-
-// Dispense returns a client for the active instance of a plugin, made by its
-// type's DispenseFunc.
-func (r *Registry) Dispense(pluginType, name string) (any, error) {
-	r.mu.RLock()
-	shut := r.shut
-	info, found := r.activeLocked(pluginType, name)
-	fn := r.dispensers[pluginType]
-	r.mu.RUnlock()
-	switch {
-	case shut:
-		return nil, fmt.Errorf("dispense %s plugin %q: %w", pluginType, name, ErrShutdown)
-	case !found:
-		return nil, fmt.Errorf("dispense %s plugin %q: %w", pluginType, name, ErrNotFound)
-	case fn == nil:
-		return nil, fmt.Errorf("dispense %s plugin %q: %w %q", pluginType, name, ErrNoDispenser, pluginType)
-	}
-	client, err := fn(info)
-	if err != nil {
-		return nil, fmt.Errorf("dispense %s plugin %q alloc %s: %w", pluginType, name, info.AllocID, err)
-	}
-	return client, nil
-}
-
-// WaitForPlugin returns the active instance of a plugin as soon as there is
-// one: at once if it is registered, else when the event that activates it is
-// published. It returns ctx's error wrapped when ctx ends first, and
-// ErrShutdown when the registry shuts down first.
-func (r *Registry) WaitForPlugin(ctx context.Context, pluginType, name string) (*PluginInfo, error) {
-	r.mu.RLock()
-	info, ok := r.activeLocked(pluginType, name)
-	shut := r.shut
-	r.mu.RUnlock()
-	if ok {
-		return info, nil
-	}
-	if shut {
-		return nil, fmt.Errorf("wait for %s plugin %q: %w", pluginType, name, ErrShutdown)
-	}
-
-	// Check again and join the feed under the write lock, so that no
-	// registration can fall between the check and the wait.
-	r.mu.Lock()
-	if info, ok := r.activeLocked(pluginType, name); ok {
-		r.mu.Unlock()
-		return info, nil
-	}
-	if r.shut {
-		r.mu.Unlock()
-		return nil, fmt.Errorf("wait for %s plugin %q: %w", pluginType, name, ErrShutdown)
-	}
-	cur := r.feedLocked(pluginType).tail
-	r.mu.Unlock()
-
-	// Walk the feed in the caller's goroutine: no subscription to clean up.
-	for {
-		select {
-		case <-cur.ready:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("wait for %s plugin %q: %w", pluginType, name, ctx.Err())
-		case <-r.base.Done():
-			return nil, fmt.Errorf("wait for %s plugin %q: %w", pluginType, name, ErrShutdown)
-		}
-		cur = cur.next
-		if cur.ev.Active && cur.ev.Info.Name == name {
-			return cur.ev.Info.Copy(), nil
-		}
-	}
 }
 
 // Shutdown closes every subscription and makes Register and Deregister fail
