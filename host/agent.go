@@ -16,6 +16,7 @@ import (
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/config"
+	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
@@ -35,9 +36,9 @@ type Options struct {
 	// LogmonCommand starts a log shipper; nil means this binary's
 	// `logmon` subcommand.
 	LogmonCommand []string
-	// ExtraHooks adds task hooks (the CSI plugin supervisor). Nil means
-	// none; cmd/pluginhost passes the CSI supervisor.
-	ExtraHooks func(*Agent) func(req *taskrunner.HookRequest) []taskrunner.Hook
+	// ExtraHooks adds task hooks after the CSI plugin supervisor, which
+	// every agent has. Nil means none.
+	ExtraHooks func(req *taskrunner.HookRequest) []taskrunner.Hook
 }
 
 // Agent is one running pluginhost agent. Create it with NewAgent, run it
@@ -162,8 +163,22 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		Datacenter:    cfg.Datacenter,
 		Logger:        logger,
 	}
-	if opts.ExtraHooks != nil {
-		a.runnerCfg.ExtraHooks = opts.ExtraHooks(a)
+	csiHooks, err := csiplugin.NewHook(csiplugin.Config{
+		Registry:      a.registry,
+		MountRoot:     filepath.Join(cfg.DataDir, "csi"),
+		Logger:        logger,
+		ProbeInterval: cfg.CSI.FingerprintInterval,
+		ProbeTimeout:  cfg.CSI.ProbeTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agent: csi plugin supervisor: %w", err)
+	}
+	a.runnerCfg.ExtraHooks = func(req *taskrunner.HookRequest) []taskrunner.Hook {
+		hooks := csiHooks(req)
+		if opts.ExtraHooks != nil {
+			hooks = append(hooks, opts.ExtraHooks(req)...)
+		}
+		return hooks
 	}
 	return a, nil
 }

@@ -105,7 +105,6 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 	agent, err := host.NewAgent(cfg, host.Options{
 		Logger:        logger,
 		LogmonCommand: []string{exe, "logmon"},
-		ExtraHooks:    csiPluginHooks,
 	})
 	if err != nil {
 		ui.Error(err.Error())
