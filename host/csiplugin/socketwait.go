@@ -15,27 +15,38 @@ import (
 // waitForSocket returns nil once path exists and is a unix socket, or ctx's
 // error. It waits on inotify events of the socket's directory, so it
 // returns within the kernel's event latency of the plugin's bind(2), not
-// at the next tick of a poll. The watch is added before the first look, so
+// at the next tick of a poll. The watch is added before the second look, so
 // a socket created in between is seen by one or the other.
+//
+// Closing an inotify descriptor waits for an SRCU grace period in the
+// kernel (measured: 10-20 ms), so the descriptor is not closed on the way
+// out; the caller gets release, which closes it and which it must call
+// once (off its critical path: the supervision calls it from a goroutine
+// it waits for when it ends). release is never nil.
 //
 // A directory that does not exist (a CSI_ENDPOINT the task chose, in a
 // directory the plugin creates itself) cannot be watched; then, and only
 // then, it polls with a doubling interval.
-func waitForSocket(ctx context.Context, path string) error {
+func waitForSocket(ctx context.Context, path string) (release func(), err error) {
+	release = func() {}
+	// Re-adopted plugins and go_plugin launches already have their socket.
+	if isSocket(path) {
+		return release, nil
+	}
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
-		return pollForSocket(ctx, path)
+		return release, pollForSocket(ctx, path)
 	}
 	// Non-blocking, so os.NewFile hands it to the runtime poller and a read
 	// deadline can interrupt a read in flight.
 	f := os.NewFile(uintptr(fd), "inotify")
-	defer f.Close()
+	release = func() { _ = f.Close() }
 	const mask = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
 	if _, err := unix.InotifyAddWatch(fd, filepath.Dir(path), mask); err != nil {
-		return pollForSocket(ctx, path)
+		return release, pollForSocket(ctx, path)
 	}
 	if isSocket(path) {
-		return nil
+		return release, nil
 	}
 	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
@@ -45,19 +56,19 @@ func waitForSocket(ctx context.Context, path string) error {
 		n, err := f.Read(buf)
 		if err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return release, ctx.Err()
 			}
-			return fmt.Errorf("wait for socket %s: read inotify: %w", path, err)
+			return release, fmt.Errorf("wait for socket %s: read inotify: %w", path, err)
 		}
 		for _, ev := range parseInotify(buf[:n]) {
 			switch {
 			case ev.mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0:
 				// The directory went away under us; whoever recreates it
 				// cannot be watched by this descriptor any more.
-				return pollForSocket(ctx, path)
+				return release, pollForSocket(ctx, path)
 			case ev.mask&unix.IN_Q_OVERFLOW != 0 || ev.name == name:
 				if isSocket(path) {
-					return nil
+					return release, nil
 				}
 			}
 		}

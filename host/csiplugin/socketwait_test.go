@@ -46,7 +46,7 @@ func TestWaitForSocketWakesOnBind(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	errc := make(chan error, 1)
-	go func() { errc <- waitForSocket(ctx, sock) }()
+	go func() { errc <- waitSocket(ctx, sock) }()
 	close(start)
 	if err := <-errc; err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func TestWaitForSocketExisting(t *testing.T) {
 	start := make(chan struct{})
 	close(start)
 	<-listenLater(t, sock, start)
-	if err := waitForSocket(context.Background(), sock); err != nil {
+	if err := waitSocket(context.Background(), sock); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -78,7 +78,7 @@ func TestWaitForSocketIgnoresRegularFile(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if err := waitForSocket(ctx, sock); !errors.Is(err, context.DeadlineExceeded) {
+	if err := waitSocket(ctx, sock); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want the context's deadline", err)
 	}
 }
@@ -88,7 +88,7 @@ func TestWaitForSocketCancel(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), SocketName)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- waitForSocket(ctx, sock) }()
+	go func() { errc <- waitSocket(ctx, sock) }()
 	cancel()
 	select {
 	case err := <-errc:
@@ -108,7 +108,7 @@ func TestWaitForSocketMissingDir(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	errc := make(chan error, 1)
-	go func() { errc <- waitForSocket(ctx, sock) }()
+	go func() { errc <- waitSocket(ctx, sock) }()
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestWaitForSocketDirRecreated(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	errc := make(chan error, 1)
-	go func() { errc <- waitForSocket(ctx, sock) }()
+	go func() { errc <- waitSocket(ctx, sock) }()
 	if err := os.Remove(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -167,4 +167,11 @@ func TestParseInotify(t *testing.T) {
 	if got := parseInotify(buf[:5]); len(got) != 0 {
 		t.Fatalf("short buffer parsed as %+v", got)
 	}
+}
+
+// waitSocket is waitForSocket with its release done at once.
+func waitSocket(ctx context.Context, path string) error {
+	release, err := waitForSocket(ctx, path)
+	release()
+	return err
 }

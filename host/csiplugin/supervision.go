@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -12,7 +13,6 @@ import (
 	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/driver"
-	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
 
 // health is what the supervision last told the task's event stream.
@@ -32,21 +32,29 @@ var errNotReady = errors.New("probe answered ready=false")
 // until ready or health_timeout, register, then heartbeat. Its goroutine is
 // owned by the supervisor, which cancels it and waits for done.
 type supervision struct {
-	s        *supervisor
-	req      *taskrunner.HookRequest
-	task     driver.Task
-	socket   string
-	restored bool
-	logger   hclog.Logger
+	s    *supervisor
+	task driver.Task
+	// emit and restartTask are the task runner's (HookRequest.Emit and
+	// Restart); the supervision needs nothing else of the request, which
+	// the runner rewrites before each launch.
+	emit        func(typ, msg string)
+	restartTask func(reason string)
+	socket      string
+	restored    bool
+	logger      hclog.Logger
 
 	cancel context.CancelFunc
 	done   chan struct{}
+	// bg holds slow releases kept off the path to "registered"; run waits
+	// for them before it reports done.
+	bg sync.WaitGroup
 
 	health health
 }
 
 func (sv *supervision) run(ctx context.Context) {
 	defer close(sv.done)
+	defer sv.bg.Wait()
 	// A task that exits ends its supervision at once, before the runner
 	// gets to the Exited hook: no probe of a dead plugin, no restart request
 	// for a launch that is already over.
@@ -64,39 +72,50 @@ func (sv *supervision) run(ctx context.Context) {
 		<-watched
 	}()
 
+	client, err := sv.newClient()
+	if err != nil {
+		sv.restart(ctx, fmt.Sprintf("CSI plugin %s: %v", sv.s.plugin.ID, err))
+		return
+	}
+	defer client.Close()
+	if sv.start(ctx, client) {
+		sv.heartbeat(ctx, client)
+	}
+}
+
+func (sv *supervision) newClient() (*csi.Client, error) {
 	cfg := sv.s.cfg
-	client, err := csi.NewClient(csi.ClientConfig{
+	return csi.NewClient(csi.ClientConfig{
 		Endpoint: sv.socket, Logger: sv.logger, CallTimeout: cfg.ProbeTimeout,
 		// The supervision has its own retry schedule (backoff while
 		// starting, the heartbeat after); one attempt per probe keeps a
 		// heartbeat's answer about now.
 		Retry: csi.RetryPolicy{MaxAttempts: 1, AttemptTimeout: cfg.ProbeTimeout},
 	})
-	if err != nil {
-		sv.restart(ctx, fmt.Sprintf("CSI plugin %s: %v", sv.s.plugin.ID, err))
-		return
-	}
-	defer client.Close()
+}
 
+// start takes the launch from "running" to "registered and healthy". false
+// means the supervision is over: ctx ended, or a restart was asked for.
+func (sv *supervision) start(ctx context.Context, client *csi.Client) bool {
 	info, err := sv.waitReady(ctx, client)
 	if err != nil {
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		sv.setHealth(err)
 		sv.restart(ctx, fmt.Sprintf("CSI plugin %s did not become healthy: health_timeout %s elapsed: %v",
 			sv.s.plugin.ID, sv.s.plugin.HealthTimeout, err))
-		return
+		return false
 	}
 	if err := sv.register(info); err != nil {
 		if errors.Is(err, dynamic.ErrShutdown) || ctx.Err() != nil {
-			return
+			return false
 		}
 		sv.restart(ctx, fmt.Sprintf("CSI plugin %s could not be registered: %v", sv.s.plugin.ID, err))
-		return
+		return false
 	}
 	sv.setHealth(nil)
-	sv.heartbeat(ctx, client)
+	return true
 }
 
 // waitReady waits for the socket, then probes with a doubling backoff until
@@ -110,7 +129,9 @@ func (sv *supervision) waitReady(ctx context.Context, client *csi.Client) (*csip
 	}
 	hctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := waitForSocket(hctx, sv.socket); err != nil {
+	release, err := waitForSocket(hctx, sv.socket)
+	sv.bg.Go(release)
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -241,13 +262,13 @@ func (sv *supervision) setHealth(err error) {
 	if err == nil {
 		if sv.health != healthHealthy {
 			sv.health = healthHealthy
-			sv.req.Emit(EventPluginHealthy, fmt.Sprintf("plugin: %s (%s)", sv.s.plugin.ID, strings.Join(sv.s.types, ", ")))
+			sv.emit(EventPluginHealthy, fmt.Sprintf("plugin: %s (%s)", sv.s.plugin.ID, strings.Join(sv.s.types, ", ")))
 		}
 		return
 	}
 	if sv.health != healthUnhealthy {
 		sv.health = healthUnhealthy
-		sv.req.Emit(EventPluginUnhealthy, err.Error())
+		sv.emit(EventPluginUnhealthy, err.Error())
 	}
 }
 
@@ -264,5 +285,5 @@ func (sv *supervision) restart(ctx context.Context, reason string) {
 	default:
 	}
 	sv.logger.Warn("restarting CSI plugin task", "reason", reason)
-	sv.req.Restart(reason)
+	sv.restartTask(reason)
 }

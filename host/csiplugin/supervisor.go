@@ -180,7 +180,8 @@ func (s *supervisor) Poststart(ctx context.Context, req *taskrunner.HookRequest,
 	}
 	s.stopSupervision()
 	sv := &supervision{
-		s: s, req: req, task: task, socket: sock, restored: req.Restored,
+		s: s, task: task, socket: sock, restored: req.Restored,
+		emit: req.Emit, restartTask: req.Restart,
 		logger: s.logger.With("socket", sock),
 		done:   make(chan struct{}),
 	}
