@@ -1,0 +1,57 @@
+package host
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestLogTailFollowsRotation writes a rotated series the way the log shipper
+// does and checks that the tail copies every byte once, in order, also when
+// older files are deleted under it.
+func TestLogTailFollowsRotation(t *testing.T) {
+	dir := t.TempDir()
+	write := func(n int, s string) {
+		t.Helper()
+		f, err := os.OpenFile(filepath.Join(dir, "web.stdout."+string(rune('0'+n))), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	tail := &logTail{dir: dir, base: "web.stdout.", w: &out}
+	if err := tail.copyAvailable(); err != nil || out.Len() != 0 {
+		t.Fatalf("empty dir: %q %v", out.String(), err)
+	}
+	write(0, "a1\n")
+	write(0, "a2\n")
+	if err := tail.copyAvailable(); err != nil {
+		t.Fatal(err)
+	}
+	write(0, "a3\n")
+	write(1, "b1\n")
+	write(2, "c1\n")
+	// The shipper deletes the oldest file beyond max_files.
+	os.Remove(filepath.Join(dir, "web.stdout.0"))
+	if err := tail.copyAvailable(); err != nil {
+		t.Fatal(err)
+	}
+	write(2, "c2\n")
+	write(5, "f1\n")
+	// stderr is another series, never copied into stdout.
+	os.WriteFile(filepath.Join(dir, "web.stderr.2"), []byte("stderr\n"), 0o644)
+	if err := tail.copyAvailable(); err != nil {
+		t.Fatal(err)
+	}
+	// a3 was written to file 0 after the first copy and deleted before the
+	// next one: like Nomad, a rotated-away file is gone.
+	want := "a1\na2\nb1\nc1\nc2\nf1\n"
+	if out.String() != want {
+		t.Fatalf("tail copied %q, want %q", out.String(), want)
+	}
+}
