@@ -3,6 +3,7 @@ package csiplugin
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -39,6 +40,8 @@ type agent struct {
 type agentOpts struct {
 	probeInterval time.Duration
 	probeTimeout  time.Duration
+	// store wraps the registry's store, to inject a failure.
+	store func(dynamic.Store) dynamic.Store
 }
 
 type eventLog struct {
@@ -107,14 +110,26 @@ func (l *eventLog) wait(t testing.TB, alloc, typ string, n int) *state.TaskEvent
 func newAgent(t testing.TB, dataDir string, opts agentOpts) *agent {
 	t.Helper()
 	if dataDir == "" {
-		dataDir = t.TempDir()
+		// Short, so that the allocation socket dirs go under
+		// <data_dir>/sockets (t.TempDir's names are long enough to force
+		// the fallback, which TestLongDataDir covers).
+		d, err := os.MkdirTemp("", "csip")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(d) })
+		dataDir = d
 	}
 	db, err := state.Open(filepath.Join(dataDir, "state.db"), state.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}})
-	reg, err := dynamic.New(dynamic.Config{Store: db, Logger: logger})
+	var store dynamic.Store = db
+	if opts.store != nil {
+		store = opts.store(db)
+	}
+	reg, err := dynamic.New(dynamic.Config{Store: store, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

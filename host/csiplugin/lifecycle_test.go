@@ -2,6 +2,7 @@ package csiplugin
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -209,5 +210,41 @@ func TestLongDataDir(t *testing.T) {
 				t.Fatalf("mount dir %q, want %q under the long data dir", p.Options["MountDir"], want)
 			}
 		})
+	}
+}
+
+// failingPuts is the real bbolt store with one injected fault: writes of
+// one plugin type fail, as a full disk would fail them.
+type failingPuts struct {
+	dynamic.Store
+	typ string
+}
+
+func (s failingPuts) PutPlugin(info *dynamic.PluginInfo) error {
+	if info.Type == s.typ {
+		return errors.New("injected: no space left on device")
+	}
+	return s.Store.PutPlugin(info)
+}
+
+// A monolith whose controller registration fails does not stay registered
+// as a node: the first registration is rolled back, and the task restarts
+// with the reason.
+func TestMonolithRollback(t *testing.T) {
+	a := newAgent(t, "", agentOpts{store: func(s dynamic.Store) dynamic.Store {
+		return failingPuts{Store: s, typ: dynamic.PluginTypeCSIController}
+	}})
+	events := subscribe(t, a.reg, dynamic.PluginTypeCSINode)
+	ar := a.run(pluginJob("csi", jobspec.DriverGoPlugin, jobspec.CSIPluginTypeMonolith, nil))
+	sig := a.ev.wait(t, ar.ID(), taskrunner.EventRestartSignal, 1)
+	if !strings.Contains(sig.Message, "could not be registered") || !strings.Contains(sig.Message, "no space left") {
+		t.Fatalf("restart reason %q", sig.Message)
+	}
+	id := ar.ID()
+	nextEvents(t, events, "registered "+id, "deregistered "+id)
+	notRegistered(t, a.reg, dynamic.PluginTypeCSINode, id)
+	notRegistered(t, a.reg, dynamic.PluginTypeCSIController, id)
+	if n := len(a.ev.matching(id, EventPluginHealthy)); n != 0 {
+		t.Fatalf("reported healthy although not registered:%s", a.ev)
 	}
 }

@@ -222,8 +222,8 @@ func (sv *supervision) register(info *csipb.GetPluginInfoResponse) error {
 	for _, typ := range s.types {
 		p := base.Copy()
 		p.Type = typ
+		// The registry's error names the type, plugin and allocation.
 		if err := s.cfg.Registry.Register(p); err != nil {
-			err = fmt.Errorf("register %s %s: %w", typ, s.plugin.ID, err)
 			for _, d := range done {
 				if derr := s.cfg.Registry.Deregister(d, s.plugin.ID, s.allocID); derr != nil {
 					err = errors.Join(err, fmt.Errorf("roll back %s registration: %w", d, derr))

@@ -45,6 +45,9 @@ func TestRegistersHealthyPlugin(t *testing.T) {
 			} else if _, set := procEnviron(t, h.Pid)["CSI_ENDPOINT"]; set {
 				t.Errorf("go_plugin task got CSI_ENDPOINT; the go-plugin socket is its endpoint")
 			}
+			if !strings.HasPrefix(want, filepath.Join(a.dataDir, "sockets", ar.ID())+"/") {
+				t.Errorf("socket %s is not under <data_dir>/sockets/<alloc>", want)
+			}
 			if p.ConnectionInfo.SocketPath != want {
 				t.Errorf("registered socket %q, want %q", p.ConnectionInfo.SocketPath, want)
 			}

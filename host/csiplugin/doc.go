@@ -1,0 +1,91 @@
+// Package csiplugin is the CSI plugin supervisor: the task hook that turns a
+// task with a csi_plugin block into a registered, health-checked CSI plugin.
+// The agent installs it with
+//
+//	hooks, err := csiplugin.NewHook(csiplugin.Config{Registry: reg, MountRoot: dataDir + "/csi"})
+//	runnerCfg.ExtraHooks = hooks
+//
+// and every task with a csi_plugin block gets its own supervisor hook, which
+// lives as long as the task runner, across every launch of the task.
+//
+// # Life of a plugin
+//
+// Prestart (before every launch) checks the csi_plugin block (a bad id or
+// type is taskrunner.Fatal), creates the plugin's mount root
+// <MountRoot>/<type>/<id> and, for raw_exec tasks, sets
+// CSI_ENDPOINT=unix://<alloc socket dir>/csi.sock unless the job set it
+// (Nomad #12050). The runner interpolates args after all prestart hooks, so
+// `--endpoint=${CSI_ENDPOINT}` works for drivers that ignore the environment.
+// go_plugin tasks get no CSI_ENDPOINT: the sdk serves the CSI services on the
+// go-plugin socket (driver.Handle.SocketPath), and that socket is what the
+// supervisor probes and registers.
+//
+// Poststart starts one supervision goroutine for the launch and returns at
+// once. The runner calls poststart hooks on its own goroutine before it
+// starts watching the task, so a Poststart that waited health_timeout would
+// leave an exit, a stop or a restart request unnoticed all that time. The
+// supervision:
+//
+//  1. waits for the socket: if it is not there yet, an inotify watch on its
+//     directory wakes it on the plugin's bind(2), so the first Probe follows
+//     within the kernel's event latency, with no sleep or poll;
+//  2. probes with a doubling backoff (ReadyBackoffMin to ReadyBackoffMax;
+//     Nomad waits a flat 5 s) until Probe says ready and GetPluginInfo
+//     answers. ready=false is "starting" and not reported; a Probe error is
+//     reported once as "Plugin became unhealthy: <error>";
+//  3. when health_timeout runs out first, asks the runner for a restart
+//     (counted against the restart policy) with the reason "... health_timeout
+//     30s elapsed: <last error>" (Nomad #25307);
+//  4. registers the allocation in the dynamic registry: csi-node and/or
+//     csi-controller by csi_plugin type, Name = csi_plugin id, Version =
+//     vendor_version, the socket, and Options (Provider, ProviderVersion,
+//     MountDir, StagePublishBaseDir). A monolith registers node, then
+//     controller; if the controller registration fails the node one is rolled
+//     back. Then it emits "Plugin became healthy";
+//  5. heartbeats every ProbeInterval. Health changes become task events; as
+//     in Nomad they do not restart the task or deregister it: the CSI manager
+//     fingerprints health on its own and decides what is usable.
+//
+// Exited (the process ended, whatever the reason) and Stop (stopped for
+// good) cancel the supervision, wait for its goroutine, then deregister this
+// allocation's registrations: every Deregister names the allocation ID, so
+// another allocation of the same plugin (a rolling update) is never touched,
+// and the registry hands "active" back to it. Waiting first guarantees that
+// no registration lands after the deregistration.
+//
+// # Agent restarts
+//
+// Shutdown runs no hooks: the runner's context ends, which ends the
+// supervision without deregistering, and the registration stays in the
+// store. The next agent restores the registry from the store before any
+// task runs; the runner re-adopts the task and calls Poststart with
+// Restored set; the supervision probes the same socket (go_plugin: the
+// recorded one; raw_exec: the CSI_ENDPOINT in /proc/<pid>/environ, since the
+// runner does not rebuild the environment of a re-adopted task) and
+// registers the same info, which the registry treats as a no-op: no event,
+// same Seq, same active instance. A plugin that died while the agent was
+// down reaches Exited through the runner's restore path, which removes the
+// restored registration before any relaunch registers anew.
+//
+// # Invariants
+//
+//   - At most one supervision per task at a time; every one is stopped (and
+//     waited for) by Exited, Stop, the next Prestart/Poststart, or the runner's
+//     context.
+//   - The supervision does not ask for a restart once its context ended or
+//     its task exited: the runner keeps one pending request, which would
+//     otherwise kill the next launch. (A task that exits between that check
+//     and the request can still leave one behind; see the runner.)
+//   - Only the runner's goroutine calls the hook; the supervision reads nothing
+//     of the HookRequest (which the runner rewrites before each launch) but
+//     Emit and Restart, captured at Poststart.
+//   - Closing an inotify descriptor waits for a kernel SRCU grace period
+//     (10-20 ms measured); it happens in the background and the supervision
+//     waits for it only when it ends.
+//
+// Socket paths need no check here: the runner's socket directory leaves
+// room for csi.sock and go-plugin's names within sun_path (falling back to a
+// short root for a long data_dir), a CSI_ENDPOINT the task sets is checked in
+// Prestart (csi.SocketPath, a fatal error naming the 107-byte limit), and the
+// registry refuses longer paths.
+package csiplugin
