@@ -5,24 +5,12 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+
+	"github.com/pluginhost/pluginhost/dynamic"
 )
 
-// MaxSocketPathLen returns the longest unix socket path the kernel accepts:
-// sun_path is 108 bytes on Linux and 104 on the BSDs and macOS, one of them
-// for the terminating NUL. A longer path does not fail loudly anywhere: bind
-// and connect truncate or refuse it and gRPC only reports dial timeouts,
-// which is how Nomad users with a long data_dir lost CSI (#24295).
-func MaxSocketPathLen() int {
-	switch runtime.GOOS {
-	case "linux", "android", "windows":
-		return 107
-	default:
-		return 103
-	}
-}
-
 // ErrSocketPathTooLong is wrapped by the error of a socket path over
-// MaxSocketPathLen.
+// dynamic.MaxSocketPathLen.
 var ErrSocketPathTooLong = errors.New("unix socket path too long")
 
 // SocketPath turns a CSI endpoint into the socket path to dial. It accepts
@@ -44,7 +32,7 @@ func SocketPath(endpoint string) (string, error) {
 	if strings.ContainsRune(p, 0) {
 		return "", fmt.Errorf("csi endpoint %q: socket path contains a NUL byte", endpoint)
 	}
-	if limit := MaxSocketPathLen(); len(p) > limit {
+	if limit := dynamic.MaxSocketPathLen; len(p) > limit {
 		return "", fmt.Errorf("csi socket %q is %d bytes, over the %d-byte limit of %s unix socket paths (use a shorter data dir): %w",
 			p, len(p), limit, runtime.GOOS, ErrSocketPathTooLong)
 	}

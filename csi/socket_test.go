@@ -5,10 +5,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/pluginhost/pluginhost/dynamic"
 )
 
 func TestSocketPath(t *testing.T) {
-	long := "/" + strings.Repeat("d", MaxSocketPathLen()) + "/csi.sock"
+	long := "/" + strings.Repeat("d", dynamic.MaxSocketPathLen) + "/csi.sock"
 	for _, tc := range []struct {
 		in, want, errPart string
 	}{
@@ -20,7 +22,7 @@ func TestSocketPath(t *testing.T) {
 		{in: "unix://", errPart: "empty"},
 		{in: "tcp://127.0.0.1:9000", errPart: "only unix"},
 		{in: "/a\x00b", errPart: "NUL"},
-		{in: long, errPart: strconv.Itoa(MaxSocketPathLen()) + "-byte limit"},
+		{in: long, errPart: strconv.Itoa(dynamic.MaxSocketPathLen) + "-byte limit"},
 	} {
 		got, err := SocketPath(tc.in)
 		if tc.errPart != "" {
@@ -35,9 +37,9 @@ func TestSocketPath(t *testing.T) {
 	}
 	// Exactly at the limit is fine, one byte over is not, and the error
 	// names the path so the user can find what to shorten.
-	atLimit := "/" + strings.Repeat("x", MaxSocketPathLen()-1)
+	atLimit := "/" + strings.Repeat("x", dynamic.MaxSocketPathLen-1)
 	if _, err := SocketPath(atLimit); err != nil {
-		t.Errorf("path of exactly %d bytes: %v", MaxSocketPathLen(), err)
+		t.Errorf("path of exactly %d bytes: %v", dynamic.MaxSocketPathLen, err)
 	}
 	_, err := NewClient(ClientConfig{Endpoint: atLimit + "y"})
 	if !errors.Is(err, ErrSocketPathTooLong) || !strings.Contains(err.Error(), atLimit+"y") {
@@ -59,7 +61,7 @@ func FuzzSocketPath(f *testing.F) {
 			}
 			return
 		}
-		if p == "" || len(p) > MaxSocketPathLen() || strings.ContainsRune(p, 0) {
+		if p == "" || len(p) > dynamic.MaxSocketPathLen || strings.ContainsRune(p, 0) {
 			t.Fatalf("SocketPath(%q) = %q", endpoint, p)
 		}
 		if !strings.HasSuffix(endpoint, p) {

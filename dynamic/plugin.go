@@ -64,7 +64,9 @@ func (p *PluginInfo) Copy() *PluginInfo {
 // MaxSocketPathLen is the longest unix socket path Linux can bind or dial:
 // sun_path holds 108 bytes including the terminating NUL. Nomad never checks
 // it, so a long data_dir surfaces as an unexplained dial timeout; the
-// registry refuses such a socket at Register time instead.
+// registry refuses such a socket at Register time instead. This is the one
+// definition of the limit for the agent's packages (csi, config, api, task
+// runner); the sdk, which imports none of them, keeps its own copy.
 const MaxSocketPathLen = 107
 
 // ErrInvalid is wrapped by every validation error, so callers can tell bad

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strings"
+
+	"github.com/pluginhost/pluginhost/dynamic"
 )
 
 // DefaultAddr is where the CLI looks for the agent when neither -address nor
@@ -19,7 +21,7 @@ const EnvAddr = "PLUGINHOST_ADDR"
 // maxUnixPath is the usable length of sun_path on Linux (108 bytes minus the
 // terminating NUL). Longer paths fail to bind or, worse, get truncated into
 // dial timeouts (Nomad #24295), so they are refused up front.
-const maxUnixPath = 107
+const maxUnixPath = dynamic.MaxSocketPathLen
 
 // Addr is a parsed API address.
 type Addr struct {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/pluginhost/pluginhost/dynamic"
 )
 
 // Defaults for keys left out of the file.
@@ -24,7 +26,7 @@ const (
 // terminating NUL. Nomad never checks and fails with dial timeouts once
 // data_dir passes ~42 characters; pluginhost refuses such paths up front.
 const (
-	MaxSocketPathLen = 107
+	MaxSocketPathLen = dynamic.MaxSocketPathLen
 	// MaxSocketDirLen leaves 47 bytes under the socket dir for
 	// "/<36-byte allocation ID>/<up to 5>.sock"-shaped paths and go-plugin's
 	// "plugin<digits>" names.

@@ -11,12 +11,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/driver"
 )
 
-// MaxSocketPath is the longest unix socket path Linux accepts: sun_path is
-// 108 bytes including the terminating NUL.
-const MaxSocketPath = 107
+// MaxSocketPath is the unix socket path limit, defined once for the host
+// side in package dynamic.
+const MaxSocketPath = dynamic.MaxSocketPathLen
 
 // SocketBudget is the room every allocation socket directory leaves for
 // what goes inside it: go-plugin's per-launch directory and socket name, or
