@@ -219,15 +219,48 @@ func (a *agentProc) waitReady(ctx context.Context) error {
 	return nil
 }
 
-// waitFor re-evaluates cond after every event of the given topics until it
-// holds or ctx ends. It subscribes before the first evaluation, so a change
-// between the check and the subscription cannot be missed.
+// recheck is how often waitFor re-evaluates its condition without an
+// event. The agent publishes no event when a task turns dead after its last
+// task event (taskrunner's finish sets the state after emitting Killed or
+// Terminated), so a waiter that saw the event before the state changed would
+// otherwise wait forever; see the e2e report.
+const recheck = 250 * time.Millisecond
+
+// waitFor re-evaluates cond after every event of the given topics (and every
+// recheck) until it holds or ctx ends. It subscribes before the first
+// evaluation, so a change between the check and the subscription cannot be
+// missed.
 func (a *agentProc) waitFor(ctx context.Context, what string, cond func(ctx context.Context) (bool, error), topics ...string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	es, err := a.client.Events(ctx, topics...)
 	if err != nil {
 		return fmt.Errorf("wait for %s: subscribe: %w", what, err)
 	}
-	defer es.Close()
+	evs := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		// Owned by this call: Close below ends Next.
+		defer close(done)
+		for {
+			_, err := es.Next(ctx)
+			select {
+			case evs <- err:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		cancel()
+		_ = es.Close()
+		<-done
+	}()
+	tick := time.NewTicker(recheck)
+	defer tick.Stop()
 	for {
 		ok, err := cond(ctx)
 		if err != nil {
@@ -236,8 +269,14 @@ func (a *agentProc) waitFor(ctx context.Context, what string, cond func(ctx cont
 		if ok {
 			return nil
 		}
-		if _, err := es.Next(ctx); err != nil {
-			return fmt.Errorf("wait for %s: %w", what, err)
+		select {
+		case err := <-evs:
+			if err != nil {
+				return fmt.Errorf("wait for %s: event stream: %w", what, err)
+			}
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s: %w", what, ctx.Err())
 		}
 	}
 }
@@ -266,12 +305,30 @@ func (a *agentProc) allocCond(id string, pred func(*api.Allocation) bool) func(c
 // waitAlloc waits until pred holds for the allocation.
 func (a *agentProc) waitAlloc(id, what string, pred func(*api.Allocation) bool) *api.Allocation {
 	a.t.Helper()
-	a.mustWait(fmt.Sprintf("allocation %s: %s", short(id), what), 60*time.Second, a.allocCond(id, pred), api.TopicAllocation, api.TopicTask)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	werr := a.waitFor(ctx, fmt.Sprintf("allocation %s: %s", short(id), what), a.allocCond(id, pred), api.TopicAllocation, api.TopicTask)
 	al, err := a.client.Allocation(context.Background(), id)
 	if err != nil {
-		a.t.Fatalf("allocation %s: %v", id, err)
+		a.t.Fatalf("allocation %s: %v (wait: %v)", id, err, werr)
+	}
+	if werr != nil {
+		a.t.Fatalf("%v\nallocation is %s/%s; %s\nagent output:\n%s", werr, al.ClientStatus, al.DesiredStatus, allocSummary(al), tail(a.output(), 4000))
 	}
 	return al
+}
+
+// allocSummary renders every task's state and events for failure messages.
+func allocSummary(al *api.Allocation) string {
+	var b strings.Builder
+	for _, task := range al.Tasks {
+		st := "<none>"
+		if ts := al.TaskStates[task]; ts != nil {
+			st = ts.State
+		}
+		fmt.Fprintf(&b, "task %s is %s: %s\n", task, st, eventSummary(al, task))
+	}
+	return b.String()
 }
 
 // runJob submits job source and returns the allocation IDs it created.

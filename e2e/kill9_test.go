@@ -42,6 +42,13 @@ func (a *agentProc) jobAllocIDs(job string) []string {
 func onlyCopy(t testing.TB, al *api.Allocation, task, marker string) int {
 	t.Helper()
 	top := topMarked(marker)
+	// A process caught inside execve shows an empty environment for a
+	// moment (the task shell exec'ing sleep); a missing copy is looked for
+	// again, an extra copy never is.
+	for deadline := time.Now().Add(2 * time.Second); len(top) == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		top = topMarked(marker)
+	}
 	if len(top) != 1 {
 		t.Fatalf("task %s: %d running copies, want 1: %s", task, len(top), describe(top))
 	}
