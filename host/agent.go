@@ -118,6 +118,12 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	closers = append(closers, func() { a.db.Close() })
+	// After the state file's lock: only the agent owning the data dir may
+	// create the node ID.
+	nodeID, err := loadNodeID(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 
 	a.registry, err = dynamic.New(dynamic.Config{Store: a.db, Logger: logger})
 	if err != nil {
@@ -160,6 +166,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		LogmonCommand: opts.LogmonCommand,
 		OnEvent:       a.taskQueue.push,
 		NodeName:      cfg.NodeName,
+		NodeID:        nodeID,
 		Datacenter:    cfg.Datacenter,
 		Logger:        logger,
 	}

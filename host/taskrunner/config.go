@@ -39,7 +39,9 @@ type Config struct {
 	// once it is stored.
 	OnEvent func(allocID, task string, ev *state.TaskEvent)
 
-	NodeName   string
+	NodeName string
+	// NodeID is ${node.unique.id}: stable for the life of the data dir.
+	NodeID     string
 	Datacenter string
 
 	// MaxRestartDelay caps the exponential restart backoff (default 5m).

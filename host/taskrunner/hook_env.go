@@ -47,9 +47,7 @@ func (h *envHook) Prestart(_ context.Context, req *HookRequest) error {
 		env[jobspec.MetaVarPrefix+strings.ToUpper(k)] = v
 		env[jobspec.MetaVarPrefix+k] = v
 	}
-	vars := maps.Clone(env)
-	vars["node.unique.name"] = h.cfg.NodeName
-	vars["node.datacenter"] = h.cfg.Datacenter
+	vars := interpolationVars(h.cfg, env)
 	// Sorted, so that a result never depends on map order.
 	for _, k := range slices.Sorted(maps.Keys(req.Task.Env)) {
 		env[k] = jobspec.Interpolate(req.Task.Env[k], vars)
@@ -66,8 +64,9 @@ func allocName(job *jobspec.Job, g *jobspec.TaskGroup, idx int) string {
 // every prestart hook, so CSI_ENDPOINT is there) and node attributes.
 func interpolationVars(cfg *Config, env map[string]string) map[string]string {
 	vars := maps.Clone(env)
-	vars["node.unique.name"] = cfg.NodeName
-	vars["node.datacenter"] = cfg.Datacenter
+	vars[jobspec.VarNodeName] = cfg.NodeName
+	vars[jobspec.VarNodeID] = cfg.NodeID
+	vars[jobspec.VarNodeDC] = cfg.Datacenter
 	return vars
 }
 
