@@ -1,0 +1,170 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pluginhost/pluginhost/host/api"
+)
+
+// BenchmarkJobRunToRunning measures `job run` → task running through the
+// API (register, then the AllocationUpdated event that says running) and,
+// in the same run, a bare os/exec Start of the same command. ns/op is the
+// agent path; bare-ns/op and x-bare compare.
+func BenchmarkJobRunToRunning(b *testing.B) {
+	e := newEnv(b, "")
+	a := e.start()
+	m := e.markerFor("bench")
+	var agentTotal, bareTotal time.Duration
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		id := fmt.Sprintf("bench-%d", i)
+		src := []byte(jobHCL(id, "", shTask("t", m, sleeper)))
+		es, err := a.client.Events(ctx, api.TopicAllocation)
+		if err != nil {
+			b.Fatalf("subscribe: %v", err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		if _, err := a.client.RegisterJobSource(ctx, id+".hcl", src); err != nil {
+			b.Fatalf("register: %v", err)
+		}
+		for {
+			ev, err := es.Next(ctx)
+			if err != nil {
+				b.Fatalf("event stream: %v", err)
+			}
+			if ev.Payload.JobID == id && ev.Payload.Allocation != nil && ev.Payload.Allocation.ClientStatus == api.AllocClientStatusRunning {
+				break
+			}
+		}
+		agentTotal += time.Since(start)
+		b.StopTimer()
+		_ = es.Close()
+
+		start = time.Now()
+		cmd := exec.Command("/bin/sh", "-c", sleeper)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			b.Fatalf("bare start: %v", err)
+		}
+		bareTotal += time.Since(start)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+
+		if err := a.client.StopJob(ctx, id, true); err != nil {
+			b.Fatalf("stop %s: %v", id, err)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(bareTotal.Nanoseconds())/n, "bare-ns/op")
+	if bareTotal > 0 {
+		b.ReportMetric(float64(agentTotal)/float64(bareTotal), "x-bare")
+	}
+}
+
+// restartTasks is how many running tasks BenchmarkAgentRestart re-adopts.
+const restartTasks = 100
+
+// BenchmarkAgentRestart measures an agent killed with SIGKILL and started
+// again while 100 raw_exec tasks run: ns/op runs from exec to the agent
+// reporting ready with every allocation running. It checks that no task was
+// relaunched and reports the agent's resident memory per adopted task
+// (VmRSS after the restore minus that of an agent with no tasks, over 100).
+func BenchmarkAgentRestart(b *testing.B) {
+	empty := newEnv(b, "")
+	idle := empty.start()
+	baseRSS := vmRSS(b, idle.pid())
+
+	e := newEnv(b, "")
+	a := e.start()
+	m := e.markerFor("many")
+	a.runJob("many", jobHCL("many", fmt.Sprintf("    count = %d", restartTasks), shTask("t", m, sleeper)))
+	allRunning := func(a *agentProc) func(context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			stubs, err := a.client.JobAllocations(ctx, "many")
+			if err != nil {
+				return false, err
+			}
+			n := 0
+			for _, s := range stubs {
+				if ts := s.TaskStates["t"]; s.ClientStatus == api.AllocClientStatusRunning && ts != nil && ts.State == api.TaskStateRunning {
+					n++
+				}
+			}
+			return n == restartTasks, nil
+		}
+	}
+	a.mustWait("all tasks running", 5*time.Minute, allRunning(a), api.TopicAllocation)
+	pids := topMarked(m)
+	if len(pids) != restartTasks {
+		b.Fatalf("%d task processes, want %d", len(pids), restartTasks)
+	}
+
+	var rss int64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		a.kill()
+		b.StartTimer()
+		a = e.start()
+		a.mustWait("all tasks re-adopted", 5*time.Minute, allRunning(a), api.TopicAllocation)
+		b.StopTimer()
+		rss = vmRSS(b, a.pid())
+		if got := topMarked(m); !sameSet(got, pids) {
+			b.Fatalf("after restart %d: %d task processes, not the %d adopted ones", i, len(got), len(pids))
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(rss-baseRSS)/restartTasks, "KiB-rss/task")
+	b.ReportMetric(float64(rss), "KiB-rss")
+	b.ReportMetric(float64(baseRSS), "KiB-rss-idle")
+}
+
+// vmRSS reads a process's resident set in KiB.
+func vmRSS(b testing.TB, pid int) int64 {
+	b.Helper()
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		b.Fatalf("status of %d: %v", pid, err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				b.Fatalf("VmRSS of %d: %v", pid, err)
+			}
+			return kb
+		}
+	}
+	b.Fatalf("no VmRSS for %d", pid)
+	return 0
+}
+
+func sameSet(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := make(map[int]bool, len(a))
+	for _, x := range a {
+		seen[x] = true
+	}
+	for _, x := range b {
+		if !seen[x] {
+			return false
+		}
+	}
+	return true
+}
