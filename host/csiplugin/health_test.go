@@ -58,7 +58,10 @@ func TestNotReadyBeyondHealthTimeout(t *testing.T) {
 			}
 			// The unhealthy event comes with the timeout, not before.
 			if evs := a.ev.matching(ar.ID(), EventPluginUnhealthy); len(evs) != 1 || !strings.Contains(evs[0].Message, "ready=false") {
-				t.Errorf("unhealthy events %v", evs)
+				for _, e := range evs {
+					t.Errorf("unhealthy event: %s", e.Message)
+				}
+				t.Errorf("%d unhealthy events", len(evs))
 			}
 			notRegistered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
 			notRegistered(t, a.reg, dynamic.PluginTypeCSIController, ar.ID())

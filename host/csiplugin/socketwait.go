@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -128,3 +130,47 @@ func isSocket(path string) bool {
 // errSocketTimeout is wrapped when health_timeout ends before the socket
 // appeared, so the restart reason says what was missing.
 var errSocketTimeout = errors.New("plugin socket never appeared")
+
+// waitListening dials path until something accepts. The inotify event
+// comes at bind(2), and a plugin calls listen(2) just after: a dial in
+// between is refused. Letting gRPC make that dial would put its channel in
+// TRANSIENT_FAILURE, and every call would then fail fast until its
+// reconnect backoff ran out; a plain dial retried after a millisecond or
+// two costs nothing. Only ECONNREFUSED is retried (and ENOENT, for a socket
+// replaced in between); anything else is for the probe to report.
+func waitListening(ctx context.Context, path string, maxWait time.Duration) error {
+	wait := time.Millisecond
+	t := time.NewTimer(0)
+	defer t.Stop()
+	<-t.C
+	var d net.Dialer
+	var refused error
+	for {
+		c, err := d.DialContext(ctx, "unix", path)
+		if err == nil {
+			return c.Close()
+		}
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT):
+			refused = err
+		case refused != nil && (ctx.Err() != nil || isTimeout(err)):
+			// The deadline cut a dial short (the dialer's own timer can fire
+			// a moment before ctx reports it); the refusal before it is the
+			// news.
+		default:
+			return nil
+		}
+		t.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("socket %s: %w (%w)", path, refused, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, maxWait)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

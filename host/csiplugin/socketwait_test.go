@@ -175,3 +175,37 @@ func waitSocket(ctx context.Context, path string) error {
 	release()
 	return err
 }
+
+// Between bind(2), which the inotify event reports, and listen(2) a dial is
+// refused; waitListening rides that gap out and returns once the plugin
+// listens.
+func TestWaitListeningBetweenBindAndListen(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), SocketName)
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: sock}); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitSocket(context.Background(), sock); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	err = waitListening(ctx, sock, time.Millisecond)
+	cancel()
+	if !errors.Is(err, unix.ECONNREFUSED) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("bound but not listening: err = %v, want refused and the deadline", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- waitListening(ctx, sock, time.Millisecond) }()
+	if err := unix.Listen(fd, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -137,6 +137,12 @@ func (sv *supervision) waitReady(ctx context.Context, client *csi.Client) (*csip
 		}
 		return nil, fmt.Errorf("%w: %s", errSocketTimeout, sv.socket)
 	}
+	if err := waitListening(hctx, sv.socket, cfg.ReadyBackoffMax); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("plugin never accepted connections: %w", err)
+	}
 	wait := cfg.ReadyBackoffMin
 	t := time.NewTimer(0)
 	defer t.Stop()
