@@ -28,7 +28,10 @@
 //
 //  1. waits for the socket: if it is not there yet, an inotify watch on its
 //     directory wakes it on the plugin's bind(2), so the first Probe follows
-//     within the kernel's event latency, with no sleep or poll;
+//     within the kernel's event latency, with no sleep or poll. The event
+//     comes at bind(2), a moment before listen(2), so a plain dial retried
+//     every millisecond or two bridges that gap: a refused gRPC dial would
+//     have put the client in its reconnect backoff;
 //  2. probes with a doubling backoff (ReadyBackoffMin to ReadyBackoffMax;
 //     Nomad waits a flat 5 s) until Probe says ready and GetPluginInfo
 //     answers. ready=false is "starting" and not reported; a Probe error is

@@ -87,6 +87,16 @@ func TestTaskChosenEndpoint(t *testing.T) {
 	if p := registered(t, a.reg, dynamic.PluginTypeCSIController, ar.ID()); p.ConnectionInfo.SocketPath != sock {
 		t.Errorf("registered socket %q, want %q", p.ConnectionInfo.SocketPath, sock)
 	}
+	// The runner does not rebuild a re-adopted task's environment; the
+	// supervisor finds the endpoint in the process's own.
+	b := a.restart(nil)
+	b.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+	if p := registered(t, b.reg, dynamic.PluginTypeCSIController, ar.ID()); p.ConnectionInfo.SocketPath != sock {
+		t.Errorf("after restart: registered socket %q, want %q", p.ConnectionInfo.SocketPath, sock)
+	}
+	if n := len(b.ev.matching(ar.ID(), taskrunner.EventStarted)); n != 0 {
+		t.Errorf("plugin relaunched:%s", b.ev)
+	}
 }
 
 // An endpoint that is not a unix socket cannot be supervised: the task
