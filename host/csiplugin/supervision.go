@@ -104,7 +104,7 @@ func (sv *supervision) start(ctx context.Context, client *csi.Client) bool {
 		}
 		sv.setHealth(err)
 		sv.restart(ctx, fmt.Sprintf("CSI plugin %s did not become healthy: health_timeout %s elapsed: %v",
-			sv.s.plugin.ID, sv.s.plugin.HealthTimeout, err))
+			sv.s.plugin.ID, sv.s.healthTimeout, err))
 		return false
 	}
 	if err := sv.register(info); err != nil {
@@ -123,11 +123,7 @@ func (sv *supervision) start(ctx context.Context, client *csi.Client) bool {
 // Its error is the last thing that was wrong.
 func (sv *supervision) waitReady(ctx context.Context, client *csi.Client) (*csipb.GetPluginInfoResponse, error) {
 	cfg := sv.s.cfg
-	timeout := sv.s.plugin.HealthTimeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	hctx, cancel := context.WithTimeout(ctx, timeout)
+	hctx, cancel := context.WithTimeout(ctx, sv.s.healthTimeout)
 	defer cancel()
 	release, err := waitForSocket(hctx, sv.socket)
 	sv.bg.Go(release)

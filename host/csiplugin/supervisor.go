@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/pluginhost/pluginhost/csi"
@@ -53,6 +54,9 @@ type supervisor struct {
 	// defaultSocket is <socket dir>/csi.sock, the endpoint given to tasks
 	// that do not choose their own.
 	defaultSocket string
+	// healthTimeout is csi_plugin's health_timeout, defaulted for records
+	// that never went through the parser.
+	healthTimeout time.Duration
 
 	mu  sync.Mutex
 	cur *supervision
@@ -73,6 +77,10 @@ func newSupervisor(cfg *Config, req *taskrunner.HookRequest, logger hclog.Logger
 		defaultSocket: filepath.Join(req.SocketDir, SocketName),
 	}
 	s.stageDir = hostStageDir(s.mountDir, p.MountDir, p.StagePublishBaseDir)
+	s.healthTimeout = p.HealthTimeout
+	if s.healthTimeout <= 0 {
+		s.healthTimeout = jobspec.DefaultCSIHealthTimeout
+	}
 	return s
 }
 
