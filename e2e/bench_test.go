@@ -24,10 +24,11 @@ func BenchmarkJobRunToRunning(b *testing.B) {
 	m := e.markerFor("bench")
 	var agentTotal, bareTotal time.Duration
 	ctx := context.Background()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	n := 0
+	for b.Loop() {
 		b.StopTimer()
-		id := fmt.Sprintf("bench-%d", i)
+		id := fmt.Sprintf("bench-%d", n)
+		n++
 		src := []byte(jobHCL(id, "", shTask("t", m, sleeper)))
 		es, err := a.client.Events(ctx, api.TopicAllocation)
 		if err != nil {
@@ -66,12 +67,16 @@ func BenchmarkJobRunToRunning(b *testing.B) {
 		}
 		b.StartTimer()
 	}
-	b.StopTimer()
-	n := float64(b.N)
-	b.ReportMetric(float64(bareTotal.Nanoseconds())/n, "bare-ns/op")
-	if bareTotal > 0 {
-		b.ReportMetric(float64(agentTotal)/float64(bareTotal), "x-bare")
+	reportVsBare(b, n, agentTotal, bareTotal)
+}
+
+// reportVsBare reports the bare path's ns/op and the agent's multiple of it.
+func reportVsBare(b *testing.B, n int, agent, bare time.Duration) {
+	if n == 0 || bare <= 0 {
+		return
 	}
+	b.ReportMetric(float64(bare.Nanoseconds())/float64(n), "bare-ns/op")
+	b.ReportMetric(float64(agent)/float64(bare), "x-bare")
 }
 
 // restartTasks is how many running tasks BenchmarkAgentRestart re-adopts.
@@ -113,8 +118,9 @@ func BenchmarkAgentRestart(b *testing.B) {
 	}
 
 	var rss int64
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	i := 0
+	for b.Loop() {
+		i++
 		b.StopTimer()
 		a.kill()
 		b.StartTimer()
@@ -127,7 +133,6 @@ func BenchmarkAgentRestart(b *testing.B) {
 		}
 		b.StartTimer()
 	}
-	b.StopTimer()
 	b.ReportMetric(float64(rss-baseRSS)/restartTasks, "KiB-rss/task")
 	b.ReportMetric(float64(rss), "KiB-rss")
 	b.ReportMetric(float64(baseRSS), "KiB-rss-idle")

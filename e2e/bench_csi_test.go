@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/hashicorp/go-hclog"
+	plugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/internal/testbin"
+	"github.com/pluginhost/pluginhost/sdk"
+)
+
+// BenchmarkCSIJobRunToHealthy measures `job run` of a go_plugin mockcsi
+// monolith → both halves registered and fingerprinted healthy (the CSI
+// manager's PluginHealthy events), and in the same run a bare go-plugin
+// launch of the same binary → dispense → first Probe. Goal: x-bare ≤ 2.
+func BenchmarkCSIJobRunToHealthy(b *testing.B) {
+	e := newEnv(b, csiConfig)
+	a := e.start()
+	m := e.markerFor("bench")
+	mockcsi := testbin.MustPath(b, "mockcsi")
+	bareDir := e.root + "/bare"
+	ctx := context.Background()
+	var agentTotal, bareTotal time.Duration
+	n := 0
+	for b.Loop() {
+		b.StopTimer()
+		id := fmt.Sprintf("csib-%d", n)
+		n++
+		src := []byte(jobHCL(id, "", csiTask(b, "go_plugin", "plugin", m, id, "30s")))
+		es, err := a.client.Events(ctx, api.TopicPlugin)
+		if err != nil {
+			b.Fatalf("subscribe: %v", err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		if _, err := a.client.RegisterJobSource(ctx, id+".hcl", src); err != nil {
+			b.Fatalf("register: %v", err)
+		}
+		healthy := map[string]bool{}
+		for !healthy["csi-node"] || !healthy["csi-controller"] {
+			ev, err := es.Next(ctx)
+			if err != nil {
+				b.Fatalf("event stream: %v", err)
+			}
+			if ev.Key == id {
+				healthy[ev.Payload.PluginType] = ev.Type == "PluginHealthy"
+			}
+		}
+		agentTotal += time.Since(start)
+		b.StopTimer()
+		_ = es.Close()
+
+		start = time.Now()
+		kill := bareFirstRPC(b, mockcsi, bareDir)
+		bareTotal += time.Since(start)
+		kill()
+
+		if err := a.client.StopJob(ctx, id, true); err != nil {
+			b.Fatalf("stop %s: %v", id, err)
+		}
+		b.StartTimer()
+	}
+	reportVsBare(b, n, agentTotal, bareTotal)
+}
+
+// bareFirstRPC launches mockcsi with go-plugin alone and answers once it
+// has served one Probe; the returned func kills it.
+func bareFirstRPC(b *testing.B, bin, taskDir string) (kill func()) {
+	cmd := exec.Command(bin)
+	cmd.Env = []string{"NOMAD_TASK_DIR=" + taskDir}
+	c := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig: sdk.Handshake(), VersionedPlugins: sdk.HostPlugins(),
+		Cmd: cmd, AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		Logger: hclog.NewNullLogger(),
+	})
+	rpc, err := c.Client()
+	if err != nil {
+		c.Kill()
+		b.Fatalf("bare go-plugin launch: %v", err)
+	}
+	raw, err := rpc.Dispense(sdk.PluginCSI)
+	if err != nil {
+		c.Kill()
+		b.Fatalf("bare dispense: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := csipb.NewIdentityClient(raw.(*grpc.ClientConn)).Probe(ctx, &csipb.ProbeRequest{}); err != nil {
+		c.Kill()
+		b.Fatalf("bare Probe: %v", err)
+	}
+	return c.Kill
+}
+
+// restartPlugins is how many CSI plugins BenchmarkCSIRestart re-adopts.
+const restartPlugins = 100
+
+// BenchmarkCSIRestart kills the agent with SIGKILL while 100 go_plugin
+// mockcsi plugins (100 plugin IDs) run and measures the next agent from exec
+// to every plugin healthy in `plugin status` (the agent reports ready once
+// it has fingerprinted every restored plugin). No plugin may be relaunched.
+// Goal: ≤ 0.5 s.
+func BenchmarkCSIRestart(b *testing.B) {
+	e := newEnv(b, csiConfig)
+	a := e.start()
+	m := e.markerFor("many")
+	for i := range restartPlugins {
+		id := fmt.Sprintf("many-%03d", i)
+		a.runJob(id, jobHCL(id, "", csiTask(b, "go_plugin", "plugin", m, id, "30s")))
+	}
+	allHealthy := func(a *agentProc) func(context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			list, err := a.client.Plugins(ctx)
+			if err != nil {
+				return false, err
+			}
+			n := 0
+			for _, p := range list {
+				if strings.HasPrefix(p.ID, "many-") && p.NodesHealthy == 1 && p.ControllersHealthy == 1 {
+					n++
+				}
+			}
+			return n == restartPlugins, nil
+		}
+	}
+	a.mustWait("all plugins healthy", 5*time.Minute, allHealthy(a), api.TopicPlugin)
+	pids := topMarked(m)
+	if len(pids) != restartPlugins {
+		b.Fatalf("%d plugin processes, want %d", len(pids), restartPlugins)
+	}
+	i := 0
+	for b.Loop() {
+		i++
+		b.StopTimer()
+		a.kill()
+		b.StartTimer()
+		a = e.start()
+		a.mustWait("all plugins healthy again", 5*time.Minute, allHealthy(a), api.TopicPlugin)
+		b.StopTimer()
+		if got := topMarked(m); !sameSet(got, pids) {
+			b.Fatalf("after restart %d: %d plugin processes, not the %d adopted ones", i, len(got), len(pids))
+		}
+		b.StartTimer()
+	}
+}
