@@ -36,6 +36,23 @@ type Config struct {
 
 	// StopTimeout bounds a graceful stop; default DefaultStopTimeout.
 	StopTimeout time.Duration
+
+	// ServerOptions are applied to the plugin's gRPC server in both modes:
+	// standalone, and under go-plugin, where they are appended to the
+	// options go-plugin passes its ServeConfig.GRPCServer func. They exist
+	// for interceptors (logging, metrics, fault injection), so that a
+	// concern common to every RPC lives in one place instead of at the top
+	// of every handler.
+	//
+	// Interceptors see every call on the server, not only the CSI ones:
+	// grpc.health.v1.Health and reflection in both modes, go-plugin's
+	// /plugin.* services under pluginhost. Filter on info.FullMethod (CSI
+	// methods start with "/csi.v1."). Prefer grpc.ChainUnaryInterceptor and
+	// grpc.ChainStreamInterceptor: they compose with the sdk's own stream
+	// interceptor, which runs first. Options that change the transport
+	// (grpc.Creds) break the launch contract, which is plain gRPC on the
+	// socket.
+	ServerOptions []grpc.ServerOption
 }
 
 // withDefaults validates c and returns a copy with every default applied, so

@@ -110,7 +110,10 @@ func servePlugin(ctx context.Context, cfg Config) error {
 		HandshakeConfig:  Handshake(),
 		VersionedPlugins: pluginVersions(&cfg),
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			s := grpc.NewServer(append(opts, d.serverOptions()...)...)
+			// go-plugin's options first (TLS, were it allowed), then the
+			// stopper's, then the author's, as in standalone mode.
+			opts = append(opts, d.serverOptions()...)
+			s := grpc.NewServer(append(opts, cfg.ServerOptions...)...)
 			mu.Lock()
 			srv = s
 			mu.Unlock()

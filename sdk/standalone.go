@@ -40,7 +40,7 @@ func serveStandalone(ctx context.Context, cfg Config) error {
 	}()
 
 	d := newStopper()
-	srv := grpc.NewServer(d.serverOptions()...)
+	srv := grpc.NewServer(append(d.serverOptions(), cfg.ServerOptions...)...)
 	registerCommon(srv)
 	cfg.registerServices(srv)
 	cfg.Logger.Info("serving standalone", "endpoint", path)

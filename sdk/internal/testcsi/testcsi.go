@@ -6,9 +6,12 @@ package testcsi
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -47,4 +50,21 @@ type Node struct {
 // NodeGetInfo implements csi.NodeServer.
 func (n *Node) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
 	return &csi.NodeGetInfoResponse{NodeId: strconv.Itoa(n.Pid)}, nil
+}
+
+// InterceptedHeader is the response header Intercept sets on CSI calls, so
+// that a test can tell from the client side that Config.ServerOptions
+// reached the server.
+const InterceptedHeader = "testplugin-intercepted"
+
+// Intercept is a unary server interceptor that names the CSI method it saw
+// in InterceptedHeader. Other services (health, go-plugin's own) pass
+// untouched, as a real plugin's interceptor would leave them.
+func Intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if strings.HasPrefix(info.FullMethod, "/csi.v1.") {
+		if err := grpc.SetHeader(ctx, metadata.Pairs(InterceptedHeader, info.FullMethod)); err != nil {
+			return nil, err
+		}
+	}
+	return handler(ctx, req)
 }

@@ -3,6 +3,7 @@
 // as an extra service: EmptyCall writes a log line (to prove logging still
 // works with no host), UnaryCall writes ResponseSize bytes to os.Stdout and
 // os.Stderr (to prove such writes never block) and reports what happened.
+// Its ServerOptions carry testcsi.Intercept, which marks every CSI response.
 package main
 
 import (
@@ -52,7 +53,8 @@ func main() {
 		Register: func(s *grpc.Server) {
 			testpb.RegisterTestServiceServer(s, &chatter{log: log})
 		},
-		Endpoint: *endpoint,
-		Logger:   log,
+		ServerOptions: []grpc.ServerOption{grpc.ChainUnaryInterceptor(testcsi.Intercept)},
+		Endpoint:      *endpoint,
+		Logger:        log,
 	})
 }
