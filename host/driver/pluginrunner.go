@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -55,7 +56,7 @@ func (r *pluginRunner) Diagnose(context.Context) string {
 	return "plugin stderr is in the task's log files (alloc/logs/<task>.stderr.N)"
 }
 
-func (r *pluginRunner) Stdout() io.ReadCloser { return r.stdoutR }
+func (r *pluginRunner) Stdout() io.ReadCloser { return closedIsEOF{r.stdoutR} }
 func (r *pluginRunner) Stderr() io.ReadCloser { return io.NopCloser(strings.NewReader("")) }
 func (r *pluginRunner) Name() string          { return r.cmd.Path }
 func (r *pluginRunner) ID() string            { return fmt.Sprint(r.p.pid) }
@@ -75,3 +76,16 @@ func (r *pluginRunner) Kill(ctx context.Context) error {
 
 func (r *pluginRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
 func (r *pluginRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }
+
+// closedIsEOF ends go-plugin's stdout scanner quietly when Detach closes our
+// end of the pipe: a detached plugin is not an error, and go-plugin logs any
+// read error other than EOF at ERROR level.
+type closedIsEOF struct{ *os.File }
+
+func (f closedIsEOF) Read(p []byte) (int, error) {
+	n, err := f.File.Read(p)
+	if errors.Is(err, os.ErrClosed) {
+		err = io.EOF
+	}
+	return n, err
+}

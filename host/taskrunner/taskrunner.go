@@ -301,6 +301,12 @@ func (tr *TaskRunner) restore(ctx context.Context) (driver.Task, bool) {
 }
 
 func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
+	// A restart asked for by a hook of the previous launch, racing with its
+	// exit, is about that launch: it must not kill this one.
+	select {
+	case <-tr.restartCh:
+	default:
+	}
 	tr.emit(newEvent(EventTaskSetup, "Building task directory and environment"))
 	tr.req.Restored = false
 	tr.req.Stdout, tr.req.Stderr = nil, nil
