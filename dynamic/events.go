@@ -1,8 +1,8 @@
 package dynamic
 
 import (
-	"context"
 	"fmt"
+	"sync"
 )
 
 // EventType says what happened to the allocation an Event is about.
@@ -56,113 +56,97 @@ type Event struct {
 // only look at next after <-ready, so the channel close is the memory
 // barrier and no lock is needed to walk the list.
 type eventNode struct {
-	ev    *Event // nil only in a feed's initial sentinel
+	ev *Event // nil only in a feed's initial sentinel
+	// seq numbers the nodes of a feed from 0 (the sentinel), so a
+	// subscription can tell which events it already has.
+	seq   uint64
 	next  *eventNode
 	ready chan struct{}
 }
 
-// feed is the append-only event list of one plugin type. It keeps only its
-// tail: nodes behind it live exactly as long as some subscriber still has to
-// walk them, so a stalled subscriber pins memory but never blocks anyone.
+// feed is the event stream of one plugin type: an append-only list, which
+// is the history that lagging subscribers and WaitForPlugin walk, plus the
+// set of subscribers that are caught up and get each event pushed straight
+// into their channel.
 type feed struct {
+	// tail is guarded by the registry's lock. Nodes behind it live exactly
+	// as long as some catch-up goroutine or waiter still has to walk them,
+	// so a stalled subscriber pins memory but never blocks anyone.
 	tail *eventNode
+	// wg is the registry's count of subscription goroutines; catch-up
+	// goroutines join it so Shutdown waits for them.
+	wg *sync.WaitGroup
+
+	// mu guards the delivery state of every subscription of this feed
+	// (direct and the fields of subscription). It is taken inside the
+	// registry's lock by publish and subscribe, and alone by catch-up
+	// goroutines and by a subscription's end, so subscribers never contend
+	// for the registry's lock.
+	mu sync.Mutex
+	// direct holds the subscriptions in direct mode: everything published
+	// so far is in their channel or already read. Order within the slice
+	// is irrelevant; removal swaps the last one in.
+	direct []*subscription
 }
 
-func newFeed() *feed {
-	return &feed{tail: &eventNode{ready: make(chan struct{})}}
+func newFeed(wg *sync.WaitGroup) *feed {
+	return &feed{tail: &eventNode{ready: make(chan struct{})}, wg: wg}
 }
 
-// publish appends an event in O(1) whatever the number of subscribers. The
-// caller holds the registry's write lock, which is what orders events per
-// type. The event gets its own copy of info, made once and shared by every
-// subscriber: copying per subscriber tripled the cost of a fan-out.
+// publish appends an event and offers it to every subscriber in direct mode
+// with a non-blocking send. The caller holds the registry's write lock,
+// which is what orders events per type. The event gets its own copy of
+// info, made once and shared by every subscriber: copying per subscriber
+// tripled the cost of a fan-out.
+//
+// A subscriber whose buffer is full drops out of direct mode and gets a
+// catch-up goroutine that resumes from the node before this one. The node
+// is linked (ready closed) under the registry's lock but offered later,
+// under f.mu, so a catch-up goroutine may walk a node and rejoin direct mode
+// before that node's offer: the subscription's from skips it here.
 func (f *feed) publish(typ EventType, info *PluginInfo, active bool) {
 	ev := &Event{Type: typ, Info: info.Copy(), Active: active}
-	n := &eventNode{ev: ev, ready: make(chan struct{})}
-	f.tail.next = n
-	close(f.tail.ready)
+	prev := f.tail
+	n := &eventNode{ev: ev, seq: prev.seq + 1, ready: make(chan struct{})}
+	prev.next = n
+	close(prev.ready)
 	f.tail = n
-}
 
-// Subscribe returns every event about pluginType from now on, in order,
-// without gaps. Delivery never blocks the registry or other subscribers: a
-// subscriber that does not read only makes events queue up for it. The
-// channel is closed when ctx ends or the registry shuts down; events not yet
-// read at that point are discarded.
-//
-// To learn the current state as well, use Watch, or call Subscribe before
-// List: events that race with the List then show up twice, never not at all.
-func (r *Registry) Subscribe(ctx context.Context, pluginType string) <-chan *Event {
-	_, ch := r.subscribe(ctx, pluginType, false)
-	return ch
-}
-
-// Watch is Subscribe plus the active instances of pluginType at the moment
-// the subscription starts, taken atomically: every change after the snapshot
-// arrives on the channel, and none before it does.
-func (r *Registry) Watch(ctx context.Context, pluginType string) ([]*PluginInfo, <-chan *Event) {
-	return r.subscribe(ctx, pluginType, true)
-}
-
-func (r *Registry) subscribe(ctx context.Context, pluginType string, snapshot bool) ([]*PluginInfo, <-chan *Event) {
-	out := make(chan *Event)
-
-	r.mu.Lock()
-	if r.shut {
-		r.mu.Unlock()
-		close(out)
-		return nil, out
-	}
-	var active []*PluginInfo
-	if snapshot {
-		active = r.listLocked(pluginType)
-	}
-	start := r.feedLocked(pluginType).tail
-	// Add under the lock that Shutdown takes before it sets shut, so every
-	// Add happens before Shutdown's Wait: one for the delivery goroutine,
-	// one for the drain that runs when the subscription ends.
-	r.subs.Add(2)
-	r.mu.Unlock()
-
-	// One stop channel for both the subscriber's ctx and the registry's
-	// shutdown keeps the wait a two-way select.
-	sctx, cancel := context.WithCancel(ctx)
-	unlink := context.AfterFunc(r.base, cancel)
-	// The hand-off to the subscriber is a plain send: against a select it
-	// cut the p99 of a 1,000-subscriber fan-out several-fold (BenchmarkFanout,
-	// measured on a loaded 2-core machine). A subscriber
-	// that stopped reading is unblocked by draining its channel once it is
-	// cancelled; the drain ends when deliver closes the channel. Every
-	// subscription is eventually cancelled (by Shutdown at the latest), so
-	// the drain always runs and Shutdown can count it.
-	context.AfterFunc(sctx, func() {
-		defer r.subs.Done()
-		for range out {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := 0; i < len(f.direct); {
+		s := f.direct[i]
+		if n.seq <= s.from {
+			i++
+			continue
 		}
-	})
-	go func() {
-		defer r.subs.Done()
-		defer unlink()
-		defer cancel()
-		deliver(sctx.Done(), start, out)
-	}()
-	return active, out
-}
-
-// deliver walks the feed from the node the subscriber joined at and hands
-// each event to out until stop is closed; then it closes out. A send that
-// blocks when stop closes is completed by the subscription's drain.
-func deliver(stop <-chan struct{}, cur *eventNode, out chan<- *Event) {
-	defer close(out)
-	for {
 		select {
-		case <-cur.ready:
-		case <-stop:
-			return
+		case s.out <- ev:
+			i++
+		default:
+			// Removal moves the last subscriber into slot i, which is
+			// offered the event next.
+			f.removeDirectLocked(s)
+			s.catchingUp = true
+			f.wg.Add(1)
+			go f.catchUp(s, prev)
 		}
-		cur = cur.next
-		out <- cur.ev
 	}
+}
+
+func (f *feed) addDirectLocked(s *subscription) {
+	s.idx = len(f.direct)
+	f.direct = append(f.direct, s)
+}
+
+func (f *feed) removeDirectLocked(s *subscription) {
+	last := len(f.direct) - 1
+	moved := f.direct[last]
+	f.direct[s.idx] = moved
+	moved.idx = s.idx
+	f.direct[last] = nil
+	f.direct = f.direct[:last]
+	s.idx = -1
 }
 
 // feedLocked returns pluginType's feed, creating it on first use. The
@@ -170,7 +154,7 @@ func deliver(stop <-chan struct{}, cur *eventNode, out chan<- *Event) {
 func (r *Registry) feedLocked(pluginType string) *feed {
 	f, ok := r.feeds[pluginType]
 	if !ok {
-		f = newFeed()
+		f = newFeed(&r.subs)
 		r.feeds[pluginType] = f
 	}
 	return f
