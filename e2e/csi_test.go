@@ -237,6 +237,7 @@ func TestCSIKill9(t *testing.T) {
 	}
 	a2.stopAndCheckNoOrphans("gp", plugs[0].marker)
 	a2.stopAndCheckNoOrphans("rx", plugs[1].marker)
+	waitNoneMentioning(t, filepath.Join(e.dataDir, "alloc"), 5*time.Second)
 }
 
 // normalizedPlugin is a plugin's status without what legitimately changes

@@ -151,6 +151,9 @@ func TestKill9SteadyState(t *testing.T) {
 		markers = append(markers, tk.marker)
 	}
 	a2.stopAndCheckNoOrphans("steady", markers...)
+	// Log shippers started by the killed agent must go with their tasks
+	// too: nothing but the agent may still refer to the allocation.
+	waitNoneMentioning(t, filepath.Join(e.dataDir, "alloc"), 5*time.Second)
 }
 
 // TestKill9WhileStarting kills the agent at several points of a task's
@@ -202,6 +205,9 @@ func TestKill9WhileStarting(t *testing.T) {
 				onlyCopy(t, al, tk.name, tk.marker)
 			}
 			a2.stopAndCheckNoOrphans("starting", tasks[0].marker, tasks[1].marker)
+			// A log shipper launched by the killed agent for a task it
+			// never recorded would be an orphan too.
+			waitNoneMentioning(t, filepath.Join(e.dataDir, "alloc"), 5*time.Second)
 		})
 	}
 }

@@ -153,6 +153,34 @@ func waitGone(t testing.TB, marker string, d time.Duration) {
 	}
 }
 
+// mentioning returns the live processes other than this one whose command
+// line or environment contains s.
+func mentioning(s string) []int {
+	var out []int
+	for pid, p := range scanProcs() {
+		if pid != os.Getpid() && (bytes.Contains(p.cmdline, []byte(s)) || bytes.Contains(p.environ, []byte(s))) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// waitNoneMentioning polls until no process mentions s (see waitGone).
+func waitNoneMentioning(t testing.TB, s string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		left := mentioning(s)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes mentioning %s still running after %s: %v", s, d, describe(left))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // describe renders pids with their command lines for failure messages.
 func describe(pids []int) string {
 	var b strings.Builder
