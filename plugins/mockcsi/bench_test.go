@@ -10,7 +10,6 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/pluginhost/pluginhost/sdk"
 	"github.com/pluginhost/pluginhost/sdk/sdktest"
 )
 
@@ -22,10 +21,7 @@ func benchDriver(b *testing.B, dir string) *sdktest.Plugin {
 		b.Fatalf("newDriver: %v", err)
 	}
 	b.Cleanup(d.close)
-	return sdktest.StartInProcess(b, sdk.Config{
-		Name: "mockcsi", Identity: d.identity(), Controller: d.controller(), Node: d.node(),
-		Logger: hclog.NewNullLogger(),
-	})
+	return serveDriver(b, d)
 }
 
 // BenchmarkProbe is the floor: one unary RPC through the fault hook.

@@ -67,10 +67,7 @@ func checkMutable(params map[string]string) error {
 	return nil
 }
 
-func (s *controllerServer) ControllerGetCapabilities(ctx context.Context, _ *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *controllerServer) ControllerGetCapabilities(_ context.Context, _ *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
 	resp := &csi.ControllerGetCapabilitiesResponse{}
 	for _, c := range controllerCaps {
 		resp.Capabilities = append(resp.Capabilities, &csi.ControllerServiceCapability{
@@ -154,11 +151,8 @@ func newID(prefix string) string {
 }
 
 func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
+	if err := required("name", req.GetName()); err != nil {
 		return nil, err
-	}
-	if req.GetName() == "" {
-		return nil, status.Error(codes.InvalidArgument, "name is required")
 	}
 	if err := checkCapabilities(req.GetVolumeCapabilities()); err != nil {
 		return nil, err
@@ -282,71 +276,47 @@ func (s *controllerServer) csiVolume(v *volume, src *csi.VolumeContentSource) *c
 	}
 }
 
-func (s *controllerServer) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *controllerServer) DeleteVolume(_ context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
-	}
-	release, err := s.d.store.acquire("volume/" + id)
-	if err != nil {
+	if err := required("volume_id", id); err != nil {
 		return nil, err
 	}
-	defer release()
-	found := false
-	err = s.d.store.update(func(sf *stateFile) error {
-		v, ok := sf.Volumes[id]
-		if !ok {
+	err := s.d.withVolume(id, func(*volume) error {
+		err := s.d.commitVolume(id, func(sf *stateFile, v *volume) error {
+			if len(v.Published) > 0 || len(v.Staged) > 0 || len(v.Targets) > 0 {
+				return status.Errorf(codes.FailedPrecondition, "volume %s is still published or staged", id)
+			}
+			delete(sf.Volumes, id)
 			return nil
+		})
+		if err != nil {
+			return err
 		}
-		found = true
-		if len(v.Published) > 0 || len(v.Staged) > 0 || len(v.Targets) > 0 {
-			return status.Errorf(codes.FailedPrecondition, "volume %s is still published or staged", id)
-		}
-		delete(sf.Volumes, id)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if found {
 		// After the record is gone: a failure here leaves an orphan that
 		// the next start removes, never a record without its directory.
 		if err := os.RemoveAll(s.d.store.volumeDir(id)); err != nil {
 			s.d.log.Warn("volume directory left behind", "volume_id", id, "error", err)
 		}
 		s.d.log.Info("volume deleted", "volume_id", id)
+		return nil
+	})
+	// A volume that does not exist is deleted already: the spec asks for OK.
+	if err != nil && status.Code(err) != codes.NotFound {
+		return nil, err
 	}
 	return &csi.DeleteVolumeResponse{}, nil
 }
 
-func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi.ControllerPublishVolumeRequest) (*csi.ControllerPublishVolumeResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *controllerServer) ControllerPublishVolume(_ context.Context, req *csi.ControllerPublishVolumeRequest) (*csi.ControllerPublishVolumeResponse, error) {
 	id, node := req.GetVolumeId(), req.GetNodeId()
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
-	}
-	if node == "" {
-		return nil, status.Error(codes.InvalidArgument, "node_id is required")
+	if err := required("volume_id", id, "node_id", node); err != nil {
+		return nil, err
 	}
 	if err := checkCapability(req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
-	release, err := s.d.store.acquire("volume/" + id)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
 	mode := int32(req.GetVolumeCapability().GetAccessMode().GetMode())
-	err = s.d.store.update(func(sf *stateFile) error {
-		v, ok := sf.Volumes[id]
-		if !ok {
-			return status.Errorf(codes.NotFound, "volume %s not found", id)
-		}
+	err := s.d.editVolume(id, func(sf *stateFile, v *volume) error {
 		// mockcsi serves one machine: the only node is its own.
 		if node != s.d.nodeID {
 			return status.Errorf(codes.NotFound, "node %q not found (this plugin serves node %q)", node, s.d.nodeID)
@@ -382,26 +352,12 @@ func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi
 	}, nil
 }
 
-func (s *controllerServer) ControllerUnpublishVolume(ctx context.Context, req *csi.ControllerUnpublishVolumeRequest) (*csi.ControllerUnpublishVolumeResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *controllerServer) ControllerUnpublishVolume(_ context.Context, req *csi.ControllerUnpublishVolumeRequest) (*csi.ControllerUnpublishVolumeResponse, error) {
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
-	}
-	release, err := s.d.store.acquire("volume/" + id)
-	if err != nil {
+	if err := required("volume_id", id); err != nil {
 		return nil, err
 	}
-	defer release()
-	// A volume or node that is gone is as unpublished as it gets: the spec
-	// asks for OK then, so that the CO can finish its cleanup.
-	err = s.d.store.update(func(sf *stateFile) error {
-		v, ok := sf.Volumes[id]
-		if !ok {
-			return nil
-		}
+	err := s.d.editVolume(id, func(_ *stateFile, v *volume) error {
 		if req.GetNodeId() == "" {
 			v.Published = nil
 		} else {
@@ -409,26 +365,23 @@ func (s *controllerServer) ControllerUnpublishVolume(ctx context.Context, req *c
 		}
 		return nil
 	})
-	if err != nil {
+	// A volume or node that is gone is as unpublished as it gets: the spec
+	// asks for OK then, so that the CO can finish its cleanup.
+	if err != nil && status.Code(err) != codes.NotFound {
 		return nil, err
 	}
 	return &csi.ControllerUnpublishVolumeResponse{}, nil
 }
 
-func (s *controllerServer) ValidateVolumeCapabilities(ctx context.Context, req *csi.ValidateVolumeCapabilitiesRequest) (*csi.ValidateVolumeCapabilitiesResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
+func (s *controllerServer) ValidateVolumeCapabilities(_ context.Context, req *csi.ValidateVolumeCapabilitiesRequest) (*csi.ValidateVolumeCapabilitiesResponse, error) {
+	if err := required("volume_id", req.GetVolumeId()); err != nil {
 		return nil, err
-	}
-	if req.GetVolumeId() == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
 	}
 	if len(req.GetVolumeCapabilities()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "volume capabilities are required")
 	}
-	var found bool
-	s.d.store.view(func(sf *stateFile) { _, found = sf.Volumes[req.GetVolumeId()] })
-	if !found {
-		return nil, status.Errorf(codes.NotFound, "volume %s not found", req.GetVolumeId())
+	if _, err := s.d.lookup(req.GetVolumeId()); err != nil {
+		return nil, err
 	}
 	if err := checkCapabilities(req.GetVolumeCapabilities()); err != nil {
 		// Unsupported capabilities are an answer, not an error.
@@ -489,10 +442,7 @@ func page(ids []string, token string, maxEntries int32) ([]string, string, error
 	return out, encodeToken(out[len(out)-1]), nil
 }
 
-func (s *controllerServer) ListVolumes(ctx context.Context, req *csi.ListVolumesRequest) (*csi.ListVolumesResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *controllerServer) ListVolumes(_ context.Context, req *csi.ListVolumesRequest) (*csi.ListVolumesResponse, error) {
 	resp := &csi.ListVolumesResponse{}
 	var err error
 	s.d.store.view(func(sf *stateFile) {
@@ -524,32 +474,21 @@ func contentSource(v *volume) *csi.VolumeContentSource {
 	return nil
 }
 
-func (s *controllerServer) ControllerGetVolume(ctx context.Context, req *csi.ControllerGetVolumeRequest) (*csi.ControllerGetVolumeResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
+func (s *controllerServer) ControllerGetVolume(_ context.Context, req *csi.ControllerGetVolumeRequest) (*csi.ControllerGetVolumeResponse, error) {
+	if err := required("volume_id", req.GetVolumeId()); err != nil {
 		return nil, err
 	}
-	if req.GetVolumeId() == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
+	v, err := s.d.lookup(req.GetVolumeId())
+	if err != nil {
+		return nil, err
 	}
-	var resp *csi.ControllerGetVolumeResponse
-	s.d.store.view(func(sf *stateFile) {
-		if v, ok := sf.Volumes[req.GetVolumeId()]; ok {
-			resp = &csi.ControllerGetVolumeResponse{
-				Volume: s.csiVolume(v, contentSource(v)),
-				Status: &csi.ControllerGetVolumeResponse_VolumeStatus{PublishedNodeIds: slices.Sorted(maps.Keys(v.Published))},
-			}
-		}
-	})
-	if resp == nil {
-		return nil, status.Errorf(codes.NotFound, "volume %s not found", req.GetVolumeId())
-	}
-	return resp, nil
+	return &csi.ControllerGetVolumeResponse{
+		Volume: s.csiVolume(v, contentSource(v)),
+		Status: &csi.ControllerGetVolumeResponse_VolumeStatus{PublishedNodeIds: slices.Sorted(maps.Keys(v.Published))},
+	}, nil
 }
 
-func (s *controllerServer) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *controllerServer) GetCapacity(_ context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
 	if len(req.GetVolumeCapabilities()) > 0 {
 		if err := checkCapabilities(req.GetVolumeCapabilities()); err != nil {
 			// Capacity for volumes mockcsi cannot make is zero.
@@ -561,13 +500,10 @@ func (s *controllerServer) GetCapacity(ctx context.Context, req *csi.GetCapacity
 	return &csi.GetCapacityResponse{AvailableCapacity: free}, nil
 }
 
-func (s *controllerServer) ControllerExpandVolume(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *controllerServer) ControllerExpandVolume(_ context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
+	if err := required("volume_id", id); err != nil {
+		return nil, err
 	}
 	if req.GetCapacityRange() == nil {
 		return nil, status.Error(codes.InvalidArgument, "capacity_range is required")
@@ -576,17 +512,8 @@ func (s *controllerServer) ControllerExpandVolume(ctx context.Context, req *csi.
 	if err != nil {
 		return nil, err
 	}
-	release, err := s.d.store.acquire("volume/" + id)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
 	var size int64
-	err = s.d.store.update(func(sf *stateFile) error {
-		v, ok := sf.Volumes[id]
-		if !ok {
-			return status.Errorf(codes.NotFound, "volume %s not found", id)
-		}
+	err = s.d.editVolume(id, func(sf *stateFile, v *volume) error {
 		// Never shrink: an expand to a smaller size is already satisfied.
 		if want <= v.CapacityBytes {
 			size = v.CapacityBytes
@@ -618,26 +545,29 @@ func (d *driver) volumeHealth(id string) *csi.VolumeHealth {
 	return h
 }
 
-func (s *controllerServer) ControllerGetVolumeHealth(ctx context.Context, req *csi.ControllerGetVolumeHealthRequest) (*csi.ControllerGetVolumeHealthResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
+// knownVolumeHealth is the one-volume health answer both services give:
+// INVALID_ARGUMENT without an ID, NOT_FOUND for a volume mockcsi never made
+// (or deleted), the volume's health otherwise.
+func (d *driver) knownVolumeHealth(id string) (*csi.VolumeHealth, error) {
+	if err := required("volume_id", id); err != nil {
 		return nil, err
 	}
-	if req.GetVolumeId() == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
+	if _, err := d.lookup(id); err != nil {
+		return nil, err
 	}
-	var found bool
-	s.d.store.view(func(sf *stateFile) { _, found = sf.Volumes[req.GetVolumeId()] })
-	if !found {
-		return nil, status.Errorf(codes.NotFound, "volume %s not found", req.GetVolumeId())
+	return d.volumeHealth(id), nil
+}
+
+func (s *controllerServer) ControllerGetVolumeHealth(_ context.Context, req *csi.ControllerGetVolumeHealthRequest) (*csi.ControllerGetVolumeHealthResponse, error) {
+	h, err := s.d.knownVolumeHealth(req.GetVolumeId())
+	if err != nil {
+		return nil, err
 	}
-	return &csi.ControllerGetVolumeHealthResponse{VolumeHealth: s.d.volumeHealth(req.GetVolumeId())}, nil
+	return &csi.ControllerGetVolumeHealthResponse{VolumeHealth: h}, nil
 }
 
 // ControllerListVolumeHealth lists only abnormal volumes, as the spec asks.
-func (s *controllerServer) ControllerListVolumeHealth(ctx context.Context, req *csi.ControllerListVolumeHealthRequest) (*csi.ControllerListVolumeHealthResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *controllerServer) ControllerListVolumeHealth(_ context.Context, req *csi.ControllerListVolumeHealthRequest) (*csi.ControllerListVolumeHealthResponse, error) {
 	var ids []string
 	s.d.store.view(func(sf *stateFile) { ids = slices.Collect(maps.Keys(sf.Volumes)) })
 	var bad []string
@@ -657,27 +587,15 @@ func (s *controllerServer) ControllerListVolumeHealth(ctx context.Context, req *
 	return resp, nil
 }
 
-func (s *controllerServer) ControllerModifyVolume(ctx context.Context, req *csi.ControllerModifyVolumeRequest) (*csi.ControllerModifyVolumeResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *controllerServer) ControllerModifyVolume(_ context.Context, req *csi.ControllerModifyVolumeRequest) (*csi.ControllerModifyVolumeResponse, error) {
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
+	if err := required("volume_id", id); err != nil {
+		return nil, err
 	}
 	if err := checkMutable(req.GetMutableParameters()); err != nil {
 		return nil, err
 	}
-	release, err := s.d.store.acquire("volume/" + id)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	err = s.d.store.update(func(sf *stateFile) error {
-		v, ok := sf.Volumes[id]
-		if !ok {
-			return status.Errorf(codes.NotFound, "volume %s not found", id)
-		}
+	err := s.d.editVolume(id, func(_ *stateFile, v *volume) error {
 		if v.MutableParameters == nil {
 			v.MutableParameters = map[string]string{}
 		}

@@ -62,6 +62,17 @@
 //	--crash-after    MOCKCSI_CRASH_AFTER=<n>      the (n+1)th RPC exits the process (code 75)
 //	--exit-at-start  MOCKCSI_EXIT_AT_START=<code> exit with <code> before serving
 //
-// The sdk owns the grpc.Server and offers no interceptor hook, so every
-// handler starts with faults.enter; a new RPC must too.
+// Latency and crash-after apply to every CSI call through one unary
+// interceptor that the driver hands the sdk in Config.ServerOptions
+// (faults.intercept), so a new RPC gets them without a line of its own.
+// Health checks and go-plugin's own services are not CSI calls and are
+// neither delayed nor counted. The Probe faults shape Probe's answer, so
+// Probe applies them itself.
+//
+// # Handlers
+//
+// A handler on one volume checks its arguments (required), then runs its
+// own work inside withVolume (operation lock, then the record, NOT_FOUND
+// without one) and commits through commitVolume; an operation that only
+// changes the record is one editVolume call. See volumeops.go.
 package main

@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 
-	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+
+	"github.com/pluginhost/pluginhost/sdk"
 )
 
 // version is reported by GetPluginInfo; the release process may override it
@@ -56,9 +58,19 @@ func newDriver(opts options, log hclog.Logger, exit func(int)) (*driver, error) 
 	}, nil
 }
 
-func (d *driver) identity() csi.IdentityServer     { return &identityServer{d: d} }
-func (d *driver) controller() csi.ControllerServer { return &controllerServer{d: d} }
-func (d *driver) node() csi.NodeServer             { return &nodeServer{d: d} }
+// sdkConfig is what the driver serves: its three services and the fault
+// interceptor. The binary and the in-process tests both start from it, so
+// the tests serve exactly what the binary does; callers add Endpoint and
+// Logger.
+func (d *driver) sdkConfig() sdk.Config {
+	return sdk.Config{
+		Name:          "mockcsi",
+		Identity:      &identityServer{d: d},
+		Controller:    &controllerServer{d: d},
+		Node:          &nodeServer{d: d},
+		ServerOptions: []grpc.ServerOption{grpc.ChainUnaryInterceptor(d.faults.intercept)},
+	}
+}
 
 // close releases the state dir. Only tests that run drivers in-process need
 // it; the binary lets process exit release everything.

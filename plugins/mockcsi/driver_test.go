@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/pluginhost/pluginhost/sdk"
 	"github.com/pluginhost/pluginhost/sdk/sdktest"
 )
 
@@ -36,14 +35,16 @@ func startDriver(t *testing.T, opts options) (*driver, *sdktest.Plugin) {
 		t.Fatalf("newDriver: %v", err)
 	}
 	t.Cleanup(d.close)
-	p := sdktest.StartInProcess(t, sdk.Config{
-		Name:       "mockcsi",
-		Identity:   d.identity(),
-		Controller: d.controller(),
-		Node:       d.node(),
-		Logger:     hclog.NewNullLogger(),
-	})
-	return d, p
+	return d, serveDriver(t, d)
+}
+
+// serveDriver serves d as the binary does, faults interceptor included,
+// in-process over a real unix socket.
+func serveDriver(t testing.TB, d *driver) *sdktest.Plugin {
+	t.Helper()
+	cfg := d.sdkConfig()
+	cfg.Logger = hclog.NewNullLogger()
+	return sdktest.StartInProcess(t, cfg)
 }
 
 var mountCap = &csi.VolumeCapability{

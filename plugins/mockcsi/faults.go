@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -24,8 +26,10 @@ type faultConfig struct {
 // a caller picks for ExitAtStart and from Go's panic code 2.
 const crashExitCode = 75
 
-// faults applies a faultConfig. Every RPC handler calls enter first, because
-// the sdk owns the grpc.Server and so offers no interceptor hook.
+// faults applies a faultConfig. Latency and CrashAfter concern every CSI
+// call alike, so they live in one unary interceptor (installed through
+// sdk.Config.ServerOptions) and no handler mentions them. The Probe faults
+// decide Probe's answer, so Probe asks for them itself.
 type faults struct {
 	cfg     faultConfig
 	started time.Time
@@ -39,7 +43,20 @@ func newFaults(cfg faultConfig, exit func(int)) *faults {
 	return &faults{cfg: cfg, started: time.Now(), exit: exit, now: time.Now}
 }
 
-// enter is called at the start of every RPC: it adds the configured latency
+// intercept runs enter before every CSI call. Health checks, reflection and
+// go-plugin's own services pass untouched: a host's health pings must not
+// use up CrashAfter or wait out the latency, which is meant for the CSI
+// calls a test is exercising.
+func (f *faults) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if strings.HasPrefix(info.FullMethod, "/csi.v1.") {
+		if err := f.enter(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return handler(ctx, req)
+}
+
+// enter is called at the start of every CSI call: it adds the configured latency
 // and counts the call towards CrashAfter. The call that goes past the limit
 // kills the process before it is answered, the way a crashing plugin
 // leaves its caller with UNAVAILABLE.

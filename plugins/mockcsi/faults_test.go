@@ -2,18 +2,38 @@ package main
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"github.com/pluginhost/pluginhost/sdk/sdktest"
 )
 
-// exitRecorder stands in for os.Exit.
-type exitRecorder struct{ codes []int }
+// exitRecorder stands in for os.Exit. gRPC handlers call it on server
+// goroutines, hence the lock.
+type exitRecorder struct {
+	mu    sync.Mutex
+	codes []int
+}
 
-func (e *exitRecorder) exit(code int) { e.codes = append(e.codes, code) }
+func (e *exitRecorder) exit(code int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.codes = append(e.codes, code)
+}
+
+func (e *exitRecorder) calls() []int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.codes)
+}
 
 func TestFaultProbeFail(t *testing.T) {
 	f := newFaults(faultConfig{ProbeFail: true}, nil)
@@ -83,7 +103,7 @@ func TestFaultCrashAfter(t *testing.T) {
 			t.Fatalf("call %d: %v", i+1, err)
 		}
 	}
-	if len(rec.codes) != 0 {
+	if len(rec.calls()) != 0 {
 		t.Fatalf("exited after %d calls, want only after the 4th", 3)
 	}
 	if err := f.enter(context.Background()); status.Code(err) != codes.Unavailable {
@@ -105,8 +125,8 @@ func TestFaultExitAtStart(t *testing.T) {
 	}
 }
 
-// TestFaultsThroughGRPC checks that the faults reach real RPCs: a failing
-// Probe over the socket, and every RPC counted towards CrashAfter.
+// TestFaultsThroughGRPC checks that the Probe faults reach a real Probe over
+// the socket and leave the other calls alone.
 func TestFaultsThroughGRPC(t *testing.T) {
 	opts := testOptions(shortTempDir(t))
 	opts.Faults = faultConfig{ProbeFail: true}
@@ -117,4 +137,61 @@ func TestFaultsThroughGRPC(t *testing.T) {
 	if _, err := p.Identity.GetPluginInfo(context.Background(), &csi.GetPluginInfoRequest{}); err != nil {
 		t.Fatalf("GetPluginInfo with a failing probe: %v", err)
 	}
+}
+
+// startFaultyDriver serves a driver with faults whose exits are recorded.
+func startFaultyDriver(t *testing.T, cfg faultConfig) (*exitRecorder, *sdktest.Plugin) {
+	t.Helper()
+	opts := testOptions(shortTempDir(t))
+	opts.Faults = cfg
+	rec := &exitRecorder{}
+	d, err := newDriver(opts, hclog.NewNullLogger(), rec.exit)
+	if err != nil {
+		t.Fatalf("newDriver: %v", err)
+	}
+	t.Cleanup(d.close)
+	return rec, serveDriver(t, d)
+}
+
+// The interceptor counts every CSI call towards CrashAfter, whichever
+// service it is on, and no health check: a host's health pings must not
+// crash the plugin early.
+func TestCrashAfterCountsCSICallsOnly(t *testing.T) {
+	rec, p := startFaultyDriver(t, faultConfig{CrashAfter: 2})
+	ctx := context.Background()
+	health := healthpb.NewHealthClient(p.Conn)
+	for i := range 3 {
+		if _, err := health.Check(ctx, &healthpb.HealthCheckRequest{Service: "plugin"}); err != nil {
+			t.Fatalf("health check %d: %v", i+1, err)
+		}
+	}
+	if _, err := p.Identity.GetPluginInfo(ctx, &csi.GetPluginInfoRequest{}); err != nil {
+		t.Fatalf("1st CSI call: %v", err)
+	}
+	if _, err := p.Node.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{}); err != nil {
+		t.Fatalf("2nd CSI call: %v", err)
+	}
+	if got := rec.calls(); len(got) != 0 {
+		t.Fatalf("exited (%v) within the limit", got)
+	}
+	_, err := p.Controller.ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{})
+	wantCode(t, err, codes.Unavailable)
+	if got := rec.calls(); !slices.Equal(got, []int{crashExitCode}) {
+		t.Fatalf("exit calls = %v, want [%d]", got, crashExitCode)
+	}
+}
+
+// The latency holds every CSI call (here past its deadline) and no health
+// check.
+func TestLatencyDelaysCSICallsOnly(t *testing.T) {
+	_, p := startFaultyDriver(t, faultConfig{Latency: time.Hour})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := healthpb.NewHealthClient(p.Conn).Check(ctx, &healthpb.HealthCheckRequest{Service: "plugin"}); err != nil {
+		t.Fatalf("health check under an hour of latency: %v", err)
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelShort()
+	_, err := p.Controller.ListVolumes(short, &csi.ListVolumesRequest{})
+	wantCode(t, err, codes.DeadlineExceeded)
 }

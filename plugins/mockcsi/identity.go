@@ -25,10 +25,7 @@ type identityServer struct {
 	d *driver
 }
 
-func (s *identityServer) GetPluginInfo(ctx context.Context, _ *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *identityServer) GetPluginInfo(_ context.Context, _ *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
 	return &csi.GetPluginInfoResponse{
 		Name:          s.d.name,
 		VendorVersion: version,
@@ -36,10 +33,7 @@ func (s *identityServer) GetPluginInfo(ctx context.Context, _ *csi.GetPluginInfo
 	}, nil
 }
 
-func (s *identityServer) GetPluginCapabilities(ctx context.Context, _ *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *identityServer) GetPluginCapabilities(_ context.Context, _ *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
 	return &csi.GetPluginCapabilitiesResponse{
 		Capabilities: []*csi.PluginCapability{
 			{Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{
@@ -55,9 +49,6 @@ func (s *identityServer) GetPluginCapabilities(ctx context.Context, _ *csi.GetPl
 // Probe always sets ready explicitly: an unset ready means "ready" to the
 // CO, so a plugin that is still starting must say false, not stay silent.
 func (s *identityServer) Probe(ctx context.Context, _ *csi.ProbeRequest) (*csi.ProbeResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
 	ready, err := s.d.faults.probe(ctx)
 	if err != nil {
 		return nil, err

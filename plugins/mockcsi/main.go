@@ -200,12 +200,7 @@ func main() {
 	}
 	log.Info("starting", "driver", opts.DriverName, "node_id", opts.NodeID, "state_dir", opts.StateDir,
 		"capacity", opts.Capacity, "mount_method", opts.MountMethod, "faults", fmt.Sprintf("%+v", opts.Faults))
-	sdk.Main(sdk.Config{
-		Name:       "mockcsi",
-		Identity:   d.identity(),
-		Controller: d.controller(),
-		Node:       d.node(),
-		Endpoint:   opts.Endpoint,
-		Logger:     log,
-	})
+	cfg := d.sdkConfig()
+	cfg.Endpoint, cfg.Logger = opts.Endpoint, log
+	sdk.Main(cfg)
 }

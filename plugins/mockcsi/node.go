@@ -35,10 +35,7 @@ var nodeCaps = []csi.NodeServiceCapability_RPC_Type{
 	csi.NodeServiceCapability_RPC_GET_STORAGE_HEALTH,
 }
 
-func (s *nodeServer) NodeGetCapabilities(ctx context.Context, _ *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *nodeServer) NodeGetCapabilities(_ context.Context, _ *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
 	resp := &csi.NodeGetCapabilitiesResponse{}
 	for _, c := range nodeCaps {
 		resp.Capabilities = append(resp.Capabilities, &csi.NodeServiceCapability{
@@ -48,126 +45,78 @@ func (s *nodeServer) NodeGetCapabilities(ctx context.Context, _ *csi.NodeGetCapa
 	return resp, nil
 }
 
-func (s *nodeServer) NodeGetInfo(ctx context.Context, _ *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *nodeServer) NodeGetInfo(_ context.Context, _ *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
 	return &csi.NodeGetInfoResponse{NodeId: s.d.nodeID, MaxVolumesPerNode: s.d.maxVolumes}, nil
 }
 
-// lookup returns a copy of the volume's record, or NOT_FOUND.
-func (d *driver) lookup(id string) (*volume, error) {
-	var v *volume
-	d.store.view(func(sf *stateFile) {
-		if rec, ok := sf.Volumes[id]; ok {
-			c := *rec
-			v = &c
-		}
-	})
-	if v == nil {
-		return nil, status.Errorf(codes.NotFound, "volume %s not found", id)
-	}
-	return v, nil
-}
-
-func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *nodeServer) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
 	id, staging := req.GetVolumeId(), filepath.Clean(req.GetStagingTargetPath())
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
-	}
-	if req.GetStagingTargetPath() == "" {
-		return nil, status.Error(codes.InvalidArgument, "staging_target_path is required")
+	if err := required("volume_id", id, "staging_target_path", req.GetStagingTargetPath()); err != nil {
+		return nil, err
 	}
 	if err := checkCapability(req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
-	release, err := s.d.store.acquire("volume/" + id)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	v, err := s.d.lookup(id)
-	if err != nil {
-		return nil, err
-	}
 	mode := int32(req.GetVolumeCapability().GetAccessMode().GetMode())
-	for path, rec := range v.Staged {
-		if path != staging {
-			return nil, status.Errorf(codes.FailedPrecondition, "volume %s is already staged at %s", id, path)
+	err := s.d.withVolume(id, func(v *volume) error {
+		for path, rec := range v.Staged {
+			if path != staging {
+				return status.Errorf(codes.FailedPrecondition, "volume %s is already staged at %s", id, path)
+			}
+			if rec.AccessMode != mode {
+				return status.Errorf(codes.AlreadyExists, "volume %s is staged at %s with access mode %d", id, path, rec.AccessMode)
+			}
 		}
-		if rec.AccessMode != mode {
-			return nil, status.Errorf(codes.AlreadyExists, "volume %s is staged at %s with access mode %d", id, path, rec.AccessMode)
+		if err := os.MkdirAll(staging, 0o750); err != nil {
+			return status.Errorf(codes.Internal, "staging path: %v", err)
 		}
-	}
-	if err := os.MkdirAll(staging, 0o750); err != nil {
-		return nil, status.Errorf(codes.Internal, "staging path: %v", err)
-	}
-	// Bind even when a record exists: bind is a no-op on a live mount and
-	// restores one lost to a reboot.
-	method, err := s.d.mounter.bind(s.d.store.volumeDir(id), staging, false)
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "stage %s: %v", id, err)
-	}
-	err = s.d.store.update(func(sf *stateFile) error {
-		v, ok := sf.Volumes[id]
-		if !ok {
-			return status.Errorf(codes.NotFound, "volume %s not found", id)
+		// Bind even when a record exists: bind is a no-op on a live mount
+		// and restores one lost to a reboot.
+		method, err := s.d.mounter.bind(s.d.store.volumeDir(id), staging, false)
+		if err != nil {
+			return status.Errorf(codes.Internal, "stage %s: %v", id, err)
 		}
-		if v.Staged == nil {
-			v.Staged = map[string]*stageRecord{}
-		}
-		v.Staged[staging] = &stageRecord{Method: method, AccessMode: mode}
-		return nil
-	})
-	if err != nil {
-		if method == mountBind {
+		err = s.d.commitVolume(id, func(_ *stateFile, v *volume) error {
+			if v.Staged == nil {
+				v.Staged = map[string]*stageRecord{}
+			}
+			v.Staged[staging] = &stageRecord{Method: method, AccessMode: mode}
+			return nil
+		})
+		if err != nil && method == mountBind {
 			_ = unmountAll(staging)
 		}
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return &csi.NodeStageVolumeResponse{}, nil
 }
 
-func (s *nodeServer) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *nodeServer) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
 	id, staging := req.GetVolumeId(), filepath.Clean(req.GetStagingTargetPath())
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
-	}
-	if req.GetStagingTargetPath() == "" {
-		return nil, status.Error(codes.InvalidArgument, "staging_target_path is required")
-	}
-	release, err := s.d.store.acquire("volume/" + id)
-	if err != nil {
+	if err := required("volume_id", id, "staging_target_path", req.GetStagingTargetPath()); err != nil {
 		return nil, err
 	}
-	defer release()
-	v, err := s.d.lookup(id)
-	if err != nil {
-		return nil, err
-	}
-	for target, rec := range v.Targets {
-		if rec.StagingPath == staging {
-			return nil, status.Errorf(codes.FailedPrecondition, "volume %s is still published at %s", id, target)
+	err := s.d.withVolume(id, func(v *volume) error {
+		for target, rec := range v.Targets {
+			if rec.StagingPath == staging {
+				return status.Errorf(codes.FailedPrecondition, "volume %s is still published at %s", id, target)
+			}
 		}
-	}
-	// Unmount whatever the record says, and also when there is no record:
-	// a crash between mounting and recording leaves an unrecorded mount.
-	if rec := v.Staged[staging]; rec == nil || rec.Method == mountBind {
-		if err := unmountAll(staging); err != nil {
-			return nil, status.Errorf(codes.Internal, "unstage %s: %v", id, err)
+		// Unmount whatever the record says, and also when there is no
+		// record: a crash between mounting and recording leaves an
+		// unrecorded mount.
+		if rec := v.Staged[staging]; rec == nil || rec.Method == mountBind {
+			if err := unmountAll(staging); err != nil {
+				return status.Errorf(codes.Internal, "unstage %s: %v", id, err)
+			}
 		}
-	}
-	err = s.d.store.update(func(sf *stateFile) error {
-		if v, ok := sf.Volumes[id]; ok {
+		return s.d.commitVolume(id, func(_ *stateFile, v *volume) error {
 			delete(v.Staged, staging)
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -180,16 +129,10 @@ func isReadOnlyMode(m csi.VolumeCapability_AccessMode_Mode) bool {
 		m == csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
 }
 
-func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	id, target, staging := req.GetVolumeId(), filepath.Clean(req.GetTargetPath()), filepath.Clean(req.GetStagingTargetPath())
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
-	}
-	if req.GetTargetPath() == "" {
-		return nil, status.Error(codes.InvalidArgument, "target_path is required")
+	if err := required("volume_id", id, "target_path", req.GetTargetPath()); err != nil {
+		return nil, err
 	}
 	if err := checkCapability(req.GetVolumeCapability()); err != nil {
 		return nil, err
@@ -197,49 +140,40 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 	if req.GetStagingTargetPath() == "" {
 		return nil, status.Error(codes.InvalidArgument, "staging_target_path is required: mockcsi stages volumes")
 	}
-	release, err := s.d.store.acquire("volume/" + id)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	v, err := s.d.lookup(id)
-	if err != nil {
-		return nil, err
-	}
-	stage, ok := v.Staged[staging]
-	if !ok {
-		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s", id, staging)
-	}
 	mode := req.GetVolumeCapability().GetAccessMode().GetMode()
 	readonly := req.GetReadonly() || isReadOnlyMode(mode)
-	if rec, ok := v.Targets[target]; ok && (rec.Readonly != readonly || rec.AccessMode != int32(mode) || rec.StagingPath != staging) {
-		return nil, status.Errorf(codes.AlreadyExists, "volume %s is published at %s with other options", id, target)
-	}
-	for other, rec := range v.Targets {
-		single := mode == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER ||
-			rec.AccessMode == int32(csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER)
-		if other != target && single {
-			return nil, status.Errorf(codes.FailedPrecondition, "volume %s is single-writer and already published at %s", id, other)
-		}
-	}
-
-	method, err := s.publish(id, stage, staging, target, readonly)
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "publish %s at %s: %v", id, target, err)
-	}
-	err = s.d.store.update(func(sf *stateFile) error {
-		v, ok := sf.Volumes[id]
+	err := s.d.withVolume(id, func(v *volume) error {
+		stage, ok := v.Staged[staging]
 		if !ok {
-			return status.Errorf(codes.NotFound, "volume %s not found", id)
+			return status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s", id, staging)
 		}
-		if v.Targets == nil {
-			v.Targets = map[string]*targetRecord{}
+		if rec, ok := v.Targets[target]; ok && (rec.Readonly != readonly || rec.AccessMode != int32(mode) || rec.StagingPath != staging) {
+			return status.Errorf(codes.AlreadyExists, "volume %s is published at %s with other options", id, target)
 		}
-		v.Targets[target] = &targetRecord{Method: method, Readonly: readonly, AccessMode: int32(mode), StagingPath: staging}
-		return nil
+		for other, rec := range v.Targets {
+			single := mode == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER ||
+				rec.AccessMode == int32(csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER)
+			if other != target && single {
+				return status.Errorf(codes.FailedPrecondition, "volume %s is single-writer and already published at %s", id, other)
+			}
+		}
+		method, err := s.publish(id, stage, staging, target, readonly)
+		if err != nil {
+			return status.Errorf(codes.Internal, "publish %s at %s: %v", id, target, err)
+		}
+		err = s.d.commitVolume(id, func(_ *stateFile, v *volume) error {
+			if v.Targets == nil {
+				v.Targets = map[string]*targetRecord{}
+			}
+			v.Targets[target] = &targetRecord{Method: method, Readonly: readonly, AccessMode: int32(mode), StagingPath: staging}
+			return nil
+		})
+		if err != nil {
+			_ = removeTarget(target)
+		}
+		return err
 	})
 	if err != nil {
-		_ = removeTarget(target)
 		return nil, err
 	}
 	return &csi.NodePublishVolumeResponse{}, nil
@@ -296,39 +230,24 @@ func removeTarget(target string) error {
 	return nil
 }
 
-func (s *nodeServer) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	id, target := req.GetVolumeId(), filepath.Clean(req.GetTargetPath())
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
-	}
-	if req.GetTargetPath() == "" {
-		return nil, status.Error(codes.InvalidArgument, "target_path is required")
-	}
-	release, err := s.d.store.acquire("volume/" + id)
-	if err != nil {
+	if err := required("volume_id", id, "target_path", req.GetTargetPath()); err != nil {
 		return nil, err
 	}
-	defer release()
-	v, err := s.d.lookup(id)
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := v.Targets[target]; !ok {
-		// Not published there (any more): nothing of ours to remove. The
-		// path, if it exists, belongs to someone else.
-		return &csi.NodeUnpublishVolumeResponse{}, nil
-	}
-	if err := removeTarget(target); err != nil {
-		return nil, status.Errorf(codes.Internal, "unpublish %s from %s: %v", id, target, err)
-	}
-	err = s.d.store.update(func(sf *stateFile) error {
-		if v, ok := sf.Volumes[id]; ok {
-			delete(v.Targets, target)
+	err := s.d.withVolume(id, func(v *volume) error {
+		if _, ok := v.Targets[target]; !ok {
+			// Not published there (any more): nothing of ours to remove.
+			// The path, if it exists, belongs to someone else.
+			return nil
 		}
-		return nil
+		if err := removeTarget(target); err != nil {
+			return status.Errorf(codes.Internal, "unpublish %s from %s: %v", id, target, err)
+		}
+		return s.d.commitVolume(id, func(_ *stateFile, v *volume) error {
+			delete(v.Targets, target)
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -345,22 +264,13 @@ func attachedAt(v *volume, path string) bool {
 	return staged || published
 }
 
-func (s *nodeServer) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
+func (s *nodeServer) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+	if err := required("volume_id", req.GetVolumeId(), "volume_path", req.GetVolumePath()); err != nil {
 		return nil, err
 	}
-	if req.GetVolumeId() == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
-	}
-	if req.GetVolumePath() == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume_path is required")
-	}
-	v, err := s.d.lookup(req.GetVolumeId())
+	v, err := s.d.attachedVolume(req.GetVolumeId(), req.GetVolumePath())
 	if err != nil {
 		return nil, err
-	}
-	if !attachedAt(v, req.GetVolumePath()) {
-		return nil, status.Errorf(codes.NotFound, "volume %s is not staged or published at %s", v.ID, req.GetVolumePath())
 	}
 	dir := s.d.store.volumeDir(v.ID)
 	bytes, inodes, err := dirUsage(dir)
@@ -388,22 +298,13 @@ func (s *nodeServer) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVol
 
 // NodeExpandVolume has nothing to grow (a directory has no filesystem of its
 // own); it checks the request and reports the volume's capacity.
-func (s *nodeServer) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
+func (s *nodeServer) NodeExpandVolume(_ context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
+	if err := required("volume_id", req.GetVolumeId(), "volume_path", req.GetVolumePath()); err != nil {
 		return nil, err
 	}
-	if req.GetVolumeId() == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
-	}
-	if req.GetVolumePath() == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume_path is required")
-	}
-	v, err := s.d.lookup(req.GetVolumeId())
+	v, err := s.d.attachedVolume(req.GetVolumeId(), req.GetVolumePath())
 	if err != nil {
 		return nil, err
-	}
-	if !attachedAt(v, req.GetVolumePath()) {
-		return nil, status.Errorf(codes.NotFound, "volume %s is not staged or published at %s", v.ID, req.GetVolumePath())
 	}
 	if want := req.GetCapacityRange().GetRequiredBytes(); want > v.CapacityBytes {
 		return nil, status.Errorf(codes.OutOfRange, "volume %s has %d bytes; expand it on the controller to %d first", v.ID, v.CapacityBytes, want)
@@ -411,25 +312,17 @@ func (s *nodeServer) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVo
 	return &csi.NodeExpandVolumeResponse{CapacityBytes: v.CapacityBytes}, nil
 }
 
-func (s *nodeServer) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
+func (s *nodeServer) NodeGetVolumeHealth(_ context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
+	h, err := s.d.knownVolumeHealth(req.GetVolumeId())
+	if err != nil {
 		return nil, err
 	}
-	if req.GetVolumeId() == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
-	}
-	if _, err := s.d.lookup(req.GetVolumeId()); err != nil {
-		return nil, err
-	}
-	return &csi.NodeGetVolumeHealthResponse{VolumeHealth: s.d.volumeHealth(req.GetVolumeId())}, nil
+	return &csi.NodeGetVolumeHealthResponse{VolumeHealth: h}, nil
 }
 
 // NodeGetStorageHealth reports the state dir's filesystem: it is the only
 // storage backend mockcsi has.
-func (s *nodeServer) NodeGetStorageHealth(ctx context.Context, _ *csi.NodeGetStorageHealthRequest) (*csi.NodeGetStorageHealthResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *nodeServer) NodeGetStorageHealth(_ context.Context, _ *csi.NodeGetStorageHealthRequest) (*csi.NodeGetStorageHealthResponse, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(s.d.store.dir, &st); err != nil {
 		return &csi.NodeGetStorageHealthResponse{BackendHealth: []*csi.NodeGetStorageHealthResponse_StorageBackendHealth{{

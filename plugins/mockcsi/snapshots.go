@@ -26,15 +26,9 @@ func csiSnapshot(sn *snapshot) *csi.Snapshot {
 }
 
 func (s *controllerServer) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.CreateSnapshotResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
 	name, src := req.GetName(), req.GetSourceVolumeId()
-	if name == "" {
-		return nil, status.Error(codes.InvalidArgument, "name is required")
-	}
-	if src == "" {
-		return nil, status.Error(codes.InvalidArgument, "source_volume_id is required")
+	if err := required("name", name, "source_volume_id", src); err != nil {
+		return nil, err
 	}
 	release, err := s.d.store.acquire("snapshot-name/"+name, "volume/"+src)
 	if err != nil {
@@ -96,13 +90,10 @@ func (s *controllerServer) CreateSnapshot(ctx context.Context, req *csi.CreateSn
 	return &csi.CreateSnapshotResponse{Snapshot: csiSnapshot(sn)}, nil
 }
 
-func (s *controllerServer) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequest) (*csi.DeleteSnapshotResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *controllerServer) DeleteSnapshot(_ context.Context, req *csi.DeleteSnapshotRequest) (*csi.DeleteSnapshotResponse, error) {
 	id := req.GetSnapshotId()
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "snapshot_id is required")
+	if err := required("snapshot_id", id); err != nil {
+		return nil, err
 	}
 	release, err := s.d.store.acquire("snapshot/" + id)
 	if err != nil {
@@ -126,10 +117,7 @@ func (s *controllerServer) DeleteSnapshot(ctx context.Context, req *csi.DeleteSn
 	return &csi.DeleteSnapshotResponse{}, nil
 }
 
-func (s *controllerServer) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsRequest) (*csi.ListSnapshotsResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
-		return nil, err
-	}
+func (s *controllerServer) ListSnapshots(_ context.Context, req *csi.ListSnapshotsRequest) (*csi.ListSnapshotsResponse, error) {
 	resp := &csi.ListSnapshotsResponse{}
 	var err error
 	s.d.store.view(func(sf *stateFile) {
@@ -154,12 +142,9 @@ func (s *controllerServer) ListSnapshots(ctx context.Context, req *csi.ListSnaps
 	return resp, nil
 }
 
-func (s *controllerServer) GetSnapshot(ctx context.Context, req *csi.GetSnapshotRequest) (*csi.GetSnapshotResponse, error) {
-	if err := s.d.faults.enter(ctx); err != nil {
+func (s *controllerServer) GetSnapshot(_ context.Context, req *csi.GetSnapshotRequest) (*csi.GetSnapshotResponse, error) {
+	if err := required("snapshot_id", req.GetSnapshotId()); err != nil {
 		return nil, err
-	}
-	if req.GetSnapshotId() == "" {
-		return nil, status.Error(codes.InvalidArgument, "snapshot_id is required")
 	}
 	var resp *csi.GetSnapshotResponse
 	s.d.store.view(func(sf *stateFile) {
