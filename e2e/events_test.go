@@ -2,25 +2,16 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/pluginhost/pluginhost/host/api"
 )
 
-// knownBugs runs the tests of agent bugs that are reported but not fixed
-// yet; they fail (some only sometimes) until then.
-const knownBugs = "PLUGINHOST_E2E_KNOWN_BUGS"
-
 // TestFinalStateIsPublished checks that a watcher of the event stream
 // learns that a stopped allocation is complete: an event must follow the
 // last state change, or waiters that read the state on each event hang.
 func TestFinalStateIsPublished(t *testing.T) {
-	if os.Getenv(knownBugs) == "" {
-		t.Skip("known agent bug (see the e2e report: task runner sets the dead state after its last event, " +
-			"host/taskrunner/taskrunner.go finish); set " + knownBugs + "=1 to run")
-	}
 	e := newEnv(t, "")
 	a := e.start()
 	for i := range 5 {

@@ -69,6 +69,10 @@ type Agent struct {
 	// may have changed; waiters select on it instead of polling.
 	changed chan struct{}
 
+	// runCtx is Run's context: goroutines started on behalf of requests
+	// live as long as the agent, not as long as the request.
+	runCtx context.Context
+
 	wg sync.WaitGroup
 }
 
@@ -209,6 +213,9 @@ func (a *Agent) Ready() bool { return a.ready.Load() }
 func (a *Agent) Run(ctx context.Context, serve func(context.Context) error) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	a.mu.Lock()
+	a.runCtx = runCtx
+	a.mu.Unlock()
 
 	a.wg.Add(1)
 	go func() {
@@ -290,9 +297,7 @@ func (a *Agent) restore() error {
 			a.logger.Error("allocation not restored", "alloc_id", as.Alloc.ID, "error", err)
 			continue
 		}
-		a.mu.Lock()
-		a.allocs[ar.ID()] = &allocEntry{runner: ar, jobID: as.Alloc.JobID}
-		a.mu.Unlock()
+		a.track(&allocEntry{runner: ar, jobID: as.Alloc.JobID})
 		ar.Run()
 	}
 	if len(stored) > 0 {
@@ -359,11 +364,15 @@ func (a *Agent) onHealthChange(ev csi.HealthEvent) {
 	if ev.Healthy {
 		typ = "PluginHealthy"
 	}
+	var controllerRequired bool
+	if p, ok := a.csi.Plugin(ev.PluginID); ok {
+		controllerRequired = p.ControllerRequired
+	}
 	a.events.publish(&api.Event{
 		Topic: api.TopicPlugin, Type: typ, Key: ev.PluginID, Time: ev.Time.UnixNano(),
 		Payload: api.EventPayload{AllocID: ev.AllocID, PluginType: ev.Type, Message: ev.Description,
 			Plugin: &api.CSIInfo{PluginID: ev.PluginID, AllocID: ev.AllocID, Healthy: ev.Healthy,
-				HealthDescription: ev.Description, UpdateTime: ev.Time}},
+				HealthDescription: ev.Description, UpdateTime: ev.Time, RequiresControllerPlugin: controllerRequired}},
 	})
 }
 
@@ -412,6 +421,37 @@ func (a *Agent) forwardTaskEvents(ctx context.Context) {
 		}
 		a.notifyChanged()
 	}
+}
+
+// track adds an allocation and publishes its final state once all its
+// tasks are dead: the runners mark a task dead after its last task event,
+// so without this no event would ever show a stopped allocation complete.
+func (a *Agent) track(e *allocEntry) {
+	a.mu.Lock()
+	a.allocs[e.runner.ID()] = e
+	ctx := a.runCtx
+	a.mu.Unlock()
+	if ctx == nil {
+		return
+	}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		select {
+		case <-e.runner.Done():
+		case <-ctx.Done():
+			return
+		}
+		if ctx.Err() != nil {
+			return // the runner was shut down with the agent
+		}
+		stub := allocation(e.runner).Stub()
+		a.events.publish(&api.Event{
+			Topic: api.TopicAllocation, Type: "AllocationUpdated", Key: stub.ID,
+			Payload: api.EventPayload{JobID: stub.JobID, AllocID: stub.ID, Allocation: stub},
+		})
+		a.notifyChanged()
+	}()
 }
 
 func (a *Agent) entry(allocID string) *allocEntry {

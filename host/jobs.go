@@ -54,9 +54,7 @@ func (a *Agent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterR
 				return nil, fmt.Errorf("starting %s[%d]: %w", g.Name, i, err)
 			}
 			e := &allocEntry{runner: ar, jobID: job.ID}
-			a.mu.Lock()
-			a.allocs[ar.ID()] = e
-			a.mu.Unlock()
+			a.track(e)
 			ar.Run()
 			started = append(started, e)
 			resp.AllocIDs = append(resp.AllocIDs, ar.ID())

@@ -27,8 +27,10 @@ Usage: pluginhost job run [-detach] FILE
   Submit a job file to the agent, which parses it (errors point at
   file:line:col) and starts its allocations. Then follow the job on the
   agent's event stream until every allocation is running or has failed,
-  printing task events as they happen. Exit code 0 means everything runs (or,
-  for batch jobs, completed); 2 means an allocation failed.
+  printing task events as they happen, like 'nomad job run'. It does not
+  wait for a batch job to finish: follow it with 'job status' or 'events'.
+  Exit code 0 means every allocation is running (or already complete); 2
+  means an allocation failed.
 
 Options:
 

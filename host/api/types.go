@@ -217,9 +217,10 @@ type CSIPlugin struct {
 	Provider           string
 	Version            string
 	ControllerRequired bool
-	// Controllers and Nodes are keyed by allocation ID. Several allocations
-	// of one plugin may be registered at once (rolling update, restore);
-	// only the active one is used.
+	// Controllers and Nodes hold the fingerprints, keyed by allocation ID.
+	// Several allocations of one plugin may be registered at once (rolling
+	// update, restore); only the active one is used and fingerprinted, so
+	// these maps hold the active allocations and Allocations lists all.
 	Controllers         map[string]*CSIInfo
 	Nodes               map[string]*CSIInfo
 	ControllersHealthy  int
