@@ -2,7 +2,6 @@ package csiplugin
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -273,30 +272,6 @@ func handle(t testing.TB, ar *taskrunner.AllocRunner, task string) *state.TaskHa
 		}
 	})
 	return h
-}
-
-// waitGone waits on a pidfd for pid to exit.
-func waitGone(t testing.TB, pid int) {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, 30000)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil || n == 0 {
-			t.Fatalf("pid %d did not exit: %v", pid, err)
-		}
-		return
-	}
 }
 
 // pluginJob is a service job with one mockcsi task of the given driver

@@ -13,6 +13,7 @@ import (
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
+	"github.com/pluginhost/pluginhost/internal/testproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -164,7 +165,7 @@ func TestDiedWhileAgentDown(t *testing.T) {
 			if err := unix.Kill(h.Pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			waitGone(t, h.Pid)
+			testproc.WaitGone(t, h.Pid, 30*time.Second)
 
 			id := ar.ID()
 			var events <-chan *dynamic.Event

@@ -13,6 +13,7 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/hashicorp/go-hclog"
+	"github.com/pluginhost/pluginhost/internal/testproc"
 	"github.com/pluginhost/pluginhost/sdk"
 	"google.golang.org/grpc"
 )
@@ -101,7 +102,7 @@ func TestGoPluginStartReattachKill(t *testing.T) {
 	if err := re.Kill(ctx, syscall.SIGTERM, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, h.Pid, 5*time.Second)
+	testproc.WaitGone(t, h.Pid, 5*time.Second)
 }
 
 func TestGoPluginReattachRefusesStranger(t *testing.T) {

@@ -1,8 +1,6 @@
 package driver
 
 import (
-	"context"
-	"errors"
 	"os"
 	"syscall"
 	"testing"
@@ -52,30 +50,4 @@ func waitDone(t *testing.T, task Task, d time.Duration) *ExitResult {
 func alive(pid int) bool {
 	_, err := ProcStartTime(pid)
 	return err == nil
-}
-
-// waitGone waits for pid to disappear using a pidfd (an event, not a poll).
-func waitGone(t *testing.T, pid int, d time.Duration) {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for ctx.Err() == nil {
-		n, err := unix.Poll(fds, int(d/time.Millisecond))
-		if err == nil && n > 0 {
-			return
-		}
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			t.Fatal(err)
-		}
-	}
-	t.Fatalf("pid %d still running after %s", pid, d)
 }

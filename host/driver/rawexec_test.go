@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"time"
+
+	"github.com/pluginhost/pluginhost/internal/testproc"
 )
 
 func startRaw(t *testing.T, d *RawExec, args ...string) (Task, *bufio.Reader) {
@@ -80,7 +82,7 @@ func TestRawExecKillEscalatesAndReachesGroup(t *testing.T) {
 	if res := task.Result(); res.Signal != int(syscall.SIGINT) {
 		t.Fatalf("result %+v, want killed by SIGINT", res)
 	}
-	waitGone(t, grandchild, 5*time.Second)
+	testproc.WaitGone(t, grandchild, 5*time.Second)
 }
 
 func TestRawExecKillTimeoutSendsSIGKILL(t *testing.T) {
