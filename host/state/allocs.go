@@ -170,12 +170,8 @@ func (db *DB) PutAlloc(a *Alloc) error {
 	if err := a.validate(); err != nil {
 		return fmt.Errorf("put alloc: %w", err)
 	}
-	return db.update("put alloc "+a.ID, func(tx *bbolt.Tx) error {
-		b, err := tx.Bucket([]byte(bucketAllocs)).CreateBucketIfNotExists([]byte(a.ID))
-		if err != nil {
-			return err
-		}
-		return putJSON(b, []byte(keyAlloc), a)
+	return db.update("put alloc "+a.ID, func(btx *bbolt.Tx) error {
+		return (&Tx{tx: btx}).putAlloc(a)
 	})
 }
 
@@ -211,71 +207,24 @@ func (db *DB) Allocs() ([]*Alloc, error) {
 
 // PutTaskState records a task's state.
 func (db *DB) PutTaskState(allocID, task string, s *TaskState) error {
-	if s == nil {
-		return fmt.Errorf("put task state %s/%s: nil state", allocID, task)
-	}
-	return db.updateTask("put task state", allocID, task, func(tb *bbolt.Bucket) error {
-		return putJSON(tb, []byte(keyTaskState), s)
-	})
+	return db.Update(func(tx *Tx) error { return tx.PutTaskState(allocID, task, s) })
 }
 
 // PutTaskHandle records how to find a task's processes again.
 func (db *DB) PutTaskHandle(allocID, task string, h *TaskHandle) error {
-	if h == nil {
-		return fmt.Errorf("put task handle %s/%s: nil handle", allocID, task)
-	}
-	return db.updateTask("put task handle", allocID, task, func(tb *bbolt.Bucket) error {
-		return putJSON(tb, []byte(keyTaskHandle), h)
-	})
+	return db.Update(func(tx *Tx) error { return tx.PutTaskHandle(allocID, task, h) })
 }
 
 // DeleteTaskHandle forgets a task's handle (its processes are gone). A
 // missing handle, task or allocation is not an error.
 func (db *DB) DeleteTaskHandle(allocID, task string) error {
-	if err := checkTaskNames(allocID, task); err != nil {
-		return fmt.Errorf("delete task handle: %w", err)
-	}
-	return db.update("delete task handle "+allocID+"/"+task, func(tx *bbolt.Tx) error {
-		tb := taskBucket(tx, allocID, task)
-		if tb == nil {
-			return nil
-		}
-		return deleteKey(tb, []byte(keyTaskHandle))
-	})
+	return db.Update(func(tx *Tx) error { return tx.DeleteTaskHandle(allocID, task) })
 }
 
 // AppendTaskEvent adds an event to a task's history and drops the oldest
-// beyond the last maxTaskEvents. The cost does not depend on how many events
-// the task ever had: keys are the bucket's own sequence numbers, so the
-// oldest is the first key, and at most one is dropped per append once full.
+// beyond the last maxTaskEvents (see Tx.AppendTaskEvent).
 func (db *DB) AppendTaskEvent(allocID, task string, ev *TaskEvent) error {
-	if ev == nil {
-		return fmt.Errorf("append task event %s/%s: nil event", allocID, task)
-	}
-	return db.updateTask("append task event", allocID, task, func(tb *bbolt.Bucket) error {
-		eb, err := tb.CreateBucketIfNotExists([]byte(bucketEvents))
-		if err != nil {
-			return err
-		}
-		seq, err := eb.NextSequence()
-		if err != nil {
-			return err
-		}
-		if err := putJSON(eb, seqKey(seq), ev); err != nil {
-			return err
-		}
-		if seq <= maxTaskEvents {
-			return nil
-		}
-		oldest := seq - maxTaskEvents
-		c := eb.Cursor()
-		for k, _ := c.First(); k != nil && len(k) == 8 && binary.BigEndian.Uint64(k) <= oldest; k, _ = c.First() {
-			if err := c.Delete(); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return db.Update(func(tx *Tx) error { return tx.AppendTaskEvent(allocID, task, ev) })
 }
 
 // TaskEvents returns a task's retained events, oldest first. An allocation
@@ -339,28 +288,6 @@ func checkTaskNames(allocID, task string) error {
 		return err
 	}
 	return checkName("task name", task)
-}
-
-// updateTask runs fn on a task's bucket, creating it, inside one commit.
-func (db *DB) updateTask(op, allocID, task string, fn func(tb *bbolt.Bucket) error) error {
-	if err := checkTaskNames(allocID, task); err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	return db.update(op+" "+allocID+"/"+task, func(tx *bbolt.Tx) error {
-		ab := tx.Bucket([]byte(bucketAllocs)).Bucket([]byte(allocID))
-		if ab == nil || ab.Get([]byte(keyAlloc)) == nil {
-			return fmt.Errorf("%w: %s", ErrAllocNotFound, allocID)
-		}
-		tasks, err := ab.CreateBucketIfNotExists([]byte(bucketTasks))
-		if err != nil {
-			return err
-		}
-		tb, err := tasks.CreateBucketIfNotExists([]byte(task))
-		if err != nil {
-			return err
-		}
-		return fn(tb)
-	})
 }
 
 func taskBucket(tx *bbolt.Tx, allocID, task string) *bbolt.Bucket {

@@ -153,17 +153,8 @@ func BenchmarkAppendTaskEvent(b *testing.B) {
 				b.Fatal(err)
 			}
 			// Fast-forward: the last maxTaskEvents of a long history.
-			if err := db.updateTask("seed", "a", "t", func(tb *bbolt.Bucket) error {
-				eb, err := tb.CreateBucket([]byte(bucketEvents))
-				if err != nil {
-					return err
-				}
-				for seq := history - maxTaskEvents + 1; seq <= history; seq++ {
-					if err := putJSON(eb, seqKey(seq), &TaskEvent{Type: "Tick"}); err != nil {
-						return err
-					}
-				}
-				return eb.SetSequence(history)
+			if err := db.Update(func(tx *Tx) error {
+				return tx.updateTask("seed", "a", "t", seedEvents(history))
 			}); err != nil {
 				b.Fatal(err)
 			}
@@ -179,4 +170,75 @@ func BenchmarkAppendTaskEvent(b *testing.B) {
 			}
 		})
 	}
+}
+
+// seedEvents stores the last maxTaskEvents of a history of n events.
+func seedEvents(history uint64) func(tb *bbolt.Bucket) error {
+	return func(tb *bbolt.Bucket) error {
+		eb, err := tb.CreateBucket([]byte(bucketEvents))
+		if err != nil {
+			return err
+		}
+		for seq := history - maxTaskEvents + 1; seq <= history; seq++ {
+			if err := putJSON(eb, seqKey(seq), &TaskEvent{Type: "Tick"}); err != nil {
+				return err
+			}
+		}
+		return eb.SetSequence(history)
+	}
+}
+
+// BenchmarkTaskStartWrites compares a task launch's records written one
+// commit each (as the runner once did) with the same records in one Update.
+func BenchmarkTaskStartWrites(b *testing.B) {
+	h := &TaskHandle{Driver: "go_plugin", Pid: 4242, StartTime: 99, Reattach: &ReattachRecord{Protocol: "grpc", Network: "unix", Addr: "/run/x/plugin1", Pid: 4242}}
+	st := &TaskState{State: TaskStateRunning, StartedAt: time.Now()}
+	ev := func(typ string) *TaskEvent { return &TaskEvent{Type: typ, Time: time.Now(), Message: "Task event " + typ} }
+	setup := func(b *testing.B) (*DB, *Alloc) {
+		db := openTest(b, filepath.Join(b.TempDir(), "state.db"), Options{})
+		a := testAlloc("a")
+		if err := db.PutAlloc(a); err != nil {
+			b.Fatal(err)
+		}
+		return db, a
+	}
+	b.Run("separate", func(b *testing.B) {
+		db, a := setup(b)
+		for b.Loop() {
+			for _, err := range []error{
+				db.AppendTaskEvent("a", "t", ev("Task Setup")),
+				db.PutTaskHandle("a", "t", h),
+				db.PutTaskState("a", "t", st),
+				db.PutAlloc(a),
+				db.AppendTaskEvent("a", "t", ev("Started")),
+			} {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("one_update", func(b *testing.B) {
+		db, a := setup(b)
+		for b.Loop() {
+			err := db.Update(func(tx *Tx) error {
+				if err := tx.AppendTaskEvent("a", "t", ev("Task Setup")); err != nil {
+					return err
+				}
+				if err := tx.PutTaskHandle("a", "t", h); err != nil {
+					return err
+				}
+				if err := tx.PutTaskState("a", "t", st); err != nil {
+					return err
+				}
+				if err := tx.PutAlloc(a); err != nil {
+					return err
+				}
+				return tx.AppendTaskEvent("a", "t", ev("Started"))
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

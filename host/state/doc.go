@@ -15,6 +15,13 @@
 // the record survives a crash. Reads see a consistent snapshot. *DB is safe
 // for concurrent use; bbolt serialises writers.
 //
+// A commit's cost is its fsyncs, not its size, so records that are written
+// together should be committed together: Update runs a function with a Tx
+// whose methods (PutAlloc, PutTaskState, PutTaskHandle, DeleteTaskHandle,
+// AppendTaskEvent) all land in one commit, or, if the function fails, none
+// of them. The task runner records a launch (handle, state, events, the
+// allocation's status) this way, with one commit instead of five.
+//
 // # Layout
 //
 //	meta/schema_version          big-endian uint64
