@@ -193,7 +193,9 @@ func seedEvents(history uint64) func(tb *bbolt.Bucket) error {
 func BenchmarkTaskStartWrites(b *testing.B) {
 	h := &TaskHandle{Driver: "go_plugin", Pid: 4242, StartTime: 99, Reattach: &ReattachRecord{Protocol: "grpc", Network: "unix", Addr: "/run/x/plugin1", Pid: 4242}}
 	st := &TaskState{State: TaskStateRunning, StartedAt: time.Now()}
-	ev := func(typ string) *TaskEvent { return &TaskEvent{Type: typ, Time: time.Now(), Message: "Task event " + typ} }
+	ev := func(typ string) *TaskEvent {
+		return &TaskEvent{Type: typ, Time: time.Now(), Message: "Task event " + typ}
+	}
 	setup := func(b *testing.B) (*DB, *Alloc) {
 		db := openTest(b, filepath.Join(b.TempDir(), "state.db"), Options{})
 		a := testAlloc("a")
