@@ -64,12 +64,35 @@ func NewAllocRunner(cfg *Config, job *jobspec.Job, group string, index int) (*Al
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.Store.PutAlloc(a); err != nil {
+	// The allocation, and each task's Received event and pending state,
+	// in one commit: nothing of it is worth a commit of its own, and a
+	// restarted agent finds either all of it or nothing.
+	received := make([]*state.TaskEvent, len(ar.tasks))
+	err = cfg.Store.Update(func(tx *state.Tx) error {
+		if err := tx.PutAlloc(a); err != nil {
+			return err
+		}
+		pending := state.TaskState{State: state.TaskStatePending}
+		for i, tr := range ar.tasks {
+			received[i] = newEvent(EventReceived, "Task received by the agent")
+			if err := tx.AppendTaskEvent(a.ID, tr.task.Name, received[i]); err != nil {
+				return err
+			}
+			if err := tx.PutTaskState(a.ID, tr.task.Name, &pending); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("record allocation %s: %w", a.ID, err)
 	}
-	for _, tr := range ar.tasks {
-		tr.emit(newEvent(EventReceived, "Task received by the agent"))
-		tr.setState(func(s *state.TaskState) { s.State = state.TaskStatePending })
+	for i, tr := range ar.tasks {
+		tr.mu.Lock()
+		tr.st.State = state.TaskStatePending
+		tr.events = append(tr.events, received[i])
+		tr.mu.Unlock()
+		tr.announce(received[i : i+1])
 	}
 	return ar, nil
 }
@@ -128,7 +151,7 @@ func newAllocRunner(cfg *Config, a *state.Alloc, recs map[string]*state.TaskReco
 			shutdownCh: make(chan struct{}),
 			restartCh:  make(chan restartRequest, 1),
 			done:       make(chan struct{}),
-			onState:    ar.updateClientStatus,
+			owner:      ar,
 		}
 		if rec := recs[t.Name]; rec != nil {
 			tr.restored = rec
@@ -278,10 +301,10 @@ func (ar *AllocRunner) desiredStatus() string {
 	return ar.alloc.DesiredStatus
 }
 
-// updateClientStatus derives the allocation's status from its tasks', as
-// Nomad does: failed if any failed, running if any runs, complete when all
-// are dead.
-func (ar *AllocRunner) updateClientStatus() {
+// clientStatus derives the allocation's status from its tasks', as Nomad
+// does: failed if any failed, running if any runs, complete when all are
+// dead.
+func (ar *AllocRunner) clientStatus() string {
 	running, dead, failed := 0, 0, 0
 	for _, tr := range ar.tasks {
 		tr.mu.Lock()
@@ -296,25 +319,15 @@ func (ar *AllocRunner) updateClientStatus() {
 		}
 		tr.mu.Unlock()
 	}
-	status := state.AllocClientStatusPending
 	switch {
 	case failed > 0 && running == 0 && dead == len(ar.tasks):
-		status = state.AllocClientStatusFailed
+		return state.AllocClientStatusFailed
 	case running > 0:
-		status = state.AllocClientStatusRunning
+		return state.AllocClientStatusRunning
 	case dead == len(ar.tasks):
-		status = state.AllocClientStatusComplete
+		return state.AllocClientStatusComplete
 	}
-	err := ar.persistAlloc(func(a *state.Alloc) bool {
-		if a.ClientStatus == status {
-			return false
-		}
-		a.ClientStatus = status
-		return true
-	})
-	if err != nil && !errors.Is(err, state.ErrAllocNotFound) {
-		ar.cfg.Logger.Error("store allocation status", "alloc_id", ar.ID(), "error", err)
-	}
+	return state.AllocClientStatusPending
 }
 
 // persistAlloc applies mutate to the alloc record and stores it if mutate
@@ -330,5 +343,5 @@ func (ar *AllocRunner) persistAlloc(mutate func(a *state.Alloc) bool) error {
 	ar.alloc.ModifyTime = time.Now()
 	a := ar.alloc
 	ar.mu.Unlock()
-	return ar.cfg.Store.PutAlloc(&a)
+	return ar.cfg.Store.Update(func(tx *state.Tx) error { return tx.PutAlloc(&a) })
 }

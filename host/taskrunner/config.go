@@ -11,14 +11,12 @@ import (
 	"github.com/pluginhost/pluginhost/host/state"
 )
 
-// Store is the part of *state.DB the runners write to.
+// Store is the part of *state.DB the runners write to. Everything but
+// deleting an allocation goes through Update, so that records written
+// together are committed (and fsynced) together.
 type Store interface {
-	PutAlloc(a *state.Alloc) error
+	Update(fn func(tx *state.Tx) error) error
 	DeleteAlloc(allocID string) error
-	PutTaskState(allocID, task string, s *state.TaskState) error
-	PutTaskHandle(allocID, task string, h *state.TaskHandle) error
-	DeleteTaskHandle(allocID, task string) error
-	AppendTaskEvent(allocID, task string, ev *state.TaskEvent) error
 }
 
 // Config is shared by every allocation runner of an agent.
@@ -36,7 +34,8 @@ type Config struct {
 	// may return nil. They run after the built-in hooks.
 	ExtraHooks func(req *HookRequest) []Hook
 	// OnEvent is called (synchronously, keep it short) for every task event
-	// once it is stored.
+	// once it is stored; for the informational Task Setup, once the
+	// runner has it (it is stored with the task's next write).
 	OnEvent func(allocID, task string, ev *state.TaskEvent)
 
 	NodeName string

@@ -38,10 +38,18 @@ type TaskRunner struct {
 	// fresh task.
 	restored *state.TaskRecord
 
+	// owner commits this task's records (with the allocation's status).
+	owner *AllocRunner
+
+	// writeMu serialises this task's store writes; see apply.
+	writeMu sync.Mutex
 	mu      sync.Mutex
 	st      state.TaskState
 	handle  *state.TaskHandle
 	events  []*state.TaskEvent
+	// unsaved are informational events not yet in the store; the next
+	// write takes them along.
+	unsaved []*state.TaskEvent
 	running driver.Task
 
 	killCh     chan struct{}
@@ -50,8 +58,6 @@ type TaskRunner struct {
 	shutOnce   sync.Once
 	restartCh  chan restartRequest
 	done       chan struct{}
-
-	onState func()
 }
 
 type restartRequest struct {
@@ -81,50 +87,6 @@ func (tr *TaskRunner) snapshot() TaskSnapshot {
 		s.Events[i] = &c
 	}
 	return s
-}
-
-func (tr *TaskRunner) emit(ev *state.TaskEvent) {
-	tr.mu.Lock()
-	tr.events = append(tr.events, ev)
-	if len(tr.events) > maxEventsInMemory {
-		tr.events = tr.events[len(tr.events)-maxEventsInMemory:]
-	}
-	tr.mu.Unlock()
-	tr.logger.Info("task event", "type", ev.Type, "msg", ev.Message)
-	if err := tr.cfg.Store.AppendTaskEvent(tr.allocID, tr.task.Name, ev); err != nil {
-		tr.logger.Error("store task event", "error", err)
-	}
-	if tr.cfg.OnEvent != nil {
-		tr.cfg.OnEvent(tr.allocID, tr.task.Name, ev)
-	}
-}
-
-func (tr *TaskRunner) setState(fn func(s *state.TaskState)) {
-	tr.mu.Lock()
-	fn(&tr.st)
-	s := tr.st
-	tr.mu.Unlock()
-	if err := tr.cfg.Store.PutTaskState(tr.allocID, tr.task.Name, &s); err != nil {
-		tr.logger.Error("store task state", "error", err)
-	}
-	if tr.onState != nil {
-		tr.onState()
-	}
-}
-
-func (tr *TaskRunner) setHandle(h *state.TaskHandle) {
-	tr.mu.Lock()
-	tr.handle = h
-	tr.mu.Unlock()
-	var err error
-	if h == nil {
-		err = tr.cfg.Store.DeleteTaskHandle(tr.allocID, tr.task.Name)
-	} else {
-		err = tr.cfg.Store.PutTaskHandle(tr.allocID, tr.task.Name, h)
-	}
-	if err != nil {
-		tr.logger.Error("store task handle", "error", err)
-	}
 }
 
 func (tr *TaskRunner) setRunning(t driver.Task) {
@@ -237,12 +199,11 @@ func (tr *TaskRunner) run() {
 		}
 		ev := newEvent(EventRestarting, fmt.Sprintf("Task restarting in %s: %s", d.delay.Round(time.Millisecond), d.reason))
 		ev.Details = map[string]string{"restart_delay": d.delay.String(), "reason": d.reason}
-		tr.emit(ev)
-		tr.setState(func(s *state.TaskState) {
+		tr.apply(change{events: []*state.TaskEvent{ev}, state: func(s *state.TaskState) {
 			s.State = state.TaskStatePending
 			s.Restarts++
 			s.LastRestart = time.Now()
-		})
+		}})
 		timer := time.NewTimer(d.delay)
 		select {
 		case <-timer.C:
@@ -280,8 +241,7 @@ func (tr *TaskRunner) restore(ctx context.Context) (driver.Task, bool) {
 		ev := newEvent(EventTerminated, msg)
 		ev.ExitCode = -1
 		ev.Details = map[string]string{"exit_code": "unknown"}
-		tr.emit(ev)
-		tr.setHandle(nil)
+		tr.apply(change{events: []*state.TaskEvent{ev}, setHandle: true})
 		return nil, false
 	}
 	tr.emit(newEvent(EventReattached, "Task re-adopted after agent restart (pid "+strconv.Itoa(h.Pid)+")"))
@@ -307,7 +267,7 @@ func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
 	case <-tr.restartCh:
 	default:
 	}
-	tr.emit(newEvent(EventTaskSetup, "Building task directory and environment"))
+	tr.apply(change{events: []*state.TaskEvent{newEvent(EventTaskSetup, "Building task directory and environment")}, informational: true})
 	tr.req.Restored = false
 	tr.req.Stdout, tr.req.Stderr = nil, nil
 	closeStdio := func() {
@@ -356,14 +316,22 @@ func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
 		tr.emit(newEvent(EventDriverFailure, err.Error()))
 		return nil, err
 	}
-	tr.setHandle(toStateHandle(t.Handle(), tr.req.LogmonPid, tr.req.LogmonStartTime))
+	// The task is alive and nothing on disk knows it: until this commit
+	// returns, a kill -9 of the agent leaves a task no later agent will
+	// find. So the handle is the very next thing written, in one commit
+	// with the running state, the Started event and the allocation's
+	// status (one fsync rather than four), and nothing announces Started
+	// or talks to the task before it is durable.
 	tr.setRunning(t)
-	tr.setState(func(s *state.TaskState) {
-		s.State = state.TaskStateRunning
-		s.StartedAt = time.Now()
-		s.FinishedAt = time.Time{}
+	tr.apply(change{
+		setHandle: true, handle: toStateHandle(t.Handle(), tr.req.LogmonPid, tr.req.LogmonStartTime),
+		state: func(s *state.TaskState) {
+			s.State = state.TaskStateRunning
+			s.StartedAt = time.Now()
+			s.FinishedAt = time.Time{}
+		},
+		events: []*state.TaskEvent{newEvent(EventStarted, "Task started by the agent (pid "+strconv.Itoa(t.Handle().Pid)+")")},
 	})
-	tr.emit(newEvent(EventStarted, "Task started by the agent (pid "+strconv.Itoa(t.Handle().Pid)+")"))
 	tr.runPoststart(ctx, t)
 	return t, nil
 }
@@ -391,8 +359,7 @@ func (tr *TaskRunner) wait(t driver.Task) (res *driver.ExitResult, stop bool) {
 		t.Detach()
 		ev := newEvent(EventTerminated, exitMessage(res))
 		ev.ExitCode, ev.Signal = res.ExitCode, res.Signal
-		tr.emit(ev)
-		tr.setHandle(nil)
+		tr.apply(change{events: []*state.TaskEvent{ev}, setHandle: true})
 		return res, false
 	case <-tr.killCh:
 		tr.killTask(t, "")
@@ -448,9 +415,8 @@ func (tr *TaskRunner) killTask(t driver.Task, reason string) {
 		ev.Message += "; " + exitMessage(res)
 		ev.ExitCode, ev.Signal = res.ExitCode, res.Signal
 	}
-	tr.emit(ev)
 	tr.setRunning(nil)
-	tr.setHandle(nil)
+	tr.apply(change{events: []*state.TaskEvent{ev}, setHandle: true})
 }
 
 func (tr *TaskRunner) runExited(ctx context.Context, res *driver.ExitResult) {
