@@ -12,6 +12,12 @@
 //
 // Readiness is an event: the shipper writes "ok" (or the reason it cannot
 // run) on fd 5 once its files are open, and Start waits for that line.
+// Spawn does not: it returns as soon as the process exists, so that the
+// task can be launched on the pipes while the shipper is still starting
+// (an exec and a Go runtime, several milliseconds), and Ready collects the
+// answer later. The pipes hold the task's early output until the shipper
+// reads it; a shipper that fails leaves the task writing into a pipe with
+// no reader, which is why the caller of Spawn must check Ready.
 //
 // Files are named as in Nomad, <dir>/<task>.stdout.<N> and .stderr.<N>. A
 // Rotator writes into the highest N, starts N+1 when a file reaches its size

@@ -29,7 +29,13 @@ type Config struct {
 type Process struct {
 	Pid            int
 	Stdout, Stderr *os.File
+	proc           *os.Process
 	done           chan struct{}
+
+	// ready is closed once the shipper has answered on its readiness
+	// pipe (or exited without answering); readyErr is then final.
+	ready    chan struct{}
+	readyErr error
 }
 
 // Done is closed when the shipper exits (only for a shipper this process
@@ -42,9 +48,42 @@ func (p *Process) CloseWriters() {
 	_ = p.Stderr.Close()
 }
 
-// Start launches a shipper in its own session and waits for it to report
-// that its files are open.
+// Ready waits until the shipper has its files open. It returns the
+// shipper's own error if it could not start (the shipper has exited then),
+// or ctx's error if ctx ends first; in that case the shipper is left alone,
+// since a task may already be writing to it. It may be called any number
+// of times.
+func (p *Process) Ready(ctx context.Context) error {
+	select {
+	case <-p.ready:
+		return p.readyErr
+	case <-ctx.Done():
+		return fmt.Errorf("logmon: waiting for the shipper (pid %d): %w", p.Pid, ctx.Err())
+	}
+}
+
+// Start launches a shipper and waits for it to be ready (Spawn, then
+// Ready). On any failure the shipper is gone and the write ends are closed.
 func Start(ctx context.Context, cfg Config) (*Process, error) {
+	p, err := Spawn(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Ready(ctx); err != nil {
+		p.CloseWriters()
+		_ = p.proc.Kill()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Spawn launches a shipper in its own session and returns without waiting
+// for it: the caller may hand Stdout and Stderr to a task at once, since
+// the pipes hold what the task writes until the shipper reads it, and
+// call Ready later. The shipper's start-up (an exec and a Go runtime) then
+// overlaps the task's. The caller owns the outcome: if Ready fails, the
+// task's output has no reader.
+func Spawn(cfg Config) (*Process, error) {
 	if len(cfg.Command) == 0 {
 		return nil, errors.New("logmon: no command")
 	}
@@ -92,32 +131,27 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	_ = outR.Close()
 	_ = errR.Close()
 	_ = readyW.Close()
-	p := &Process{Pid: cmd.Process.Pid, Stdout: outW, Stderr: errW, done: make(chan struct{})}
+	p := &Process{
+		Pid: cmd.Process.Pid, Stdout: outW, Stderr: errW, proc: cmd.Process,
+		done: make(chan struct{}), ready: make(chan struct{}),
+	}
 	go func() {
 		defer close(p.done)
 		_ = cmd.Wait()
 	}()
-
-	line := make(chan string, 1)
+	// Owned by p: the read ends when the shipper answers or exits (it
+	// holds the only write end of the readiness pipe).
 	go func() {
+		defer close(p.ready)
 		defer readyR.Close()
 		s, _ := bufio.NewReader(readyR).ReadString('\n')
-		line <- strings.TrimSpace(s)
+		switch s = strings.TrimSpace(s); s {
+		case "ok":
+		case "":
+			p.readyErr = fmt.Errorf("logmon for %s: exited before it was ready", cfg.Task)
+		default:
+			p.readyErr = fmt.Errorf("logmon for %s: %s", cfg.Task, s)
+		}
 	}()
-	select {
-	case s := <-line:
-		if s == "ok" {
-			return p, nil
-		}
-		p.CloseWriters()
-		if s == "" {
-			s = "exited before it was ready"
-		}
-		return nil, fmt.Errorf("logmon for %s: %s", cfg.Task, s)
-	case <-ctx.Done():
-		p.CloseWriters()
-		_ = cmd.Process.Kill()
-		_ = readyR.Close()
-		return nil, fmt.Errorf("logmon for %s: %w", cfg.Task, ctx.Err())
-	}
+	return p, nil
 }

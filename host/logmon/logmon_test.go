@@ -2,6 +2,7 @@ package logmon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -139,5 +140,102 @@ func TestShipperReportsBadDir(t *testing.T) {
 	_, err := Start(ctx, Config{Command: []string{shipper}, Dir: "/nonexistent/logs", Task: "web", MaxFiles: 2, MaxFileSize: 1000})
 	if err == nil || !strings.Contains(err.Error(), "log dir") {
 		t.Fatalf("Start with a missing dir = %v, want the shipper's error", err)
+	}
+}
+
+// TestSpawnAcceptsOutputBeforeReady: a task launched right after Spawn
+// writes before the shipper has its files open; nothing may be lost.
+func TestSpawnAcceptsOutputBeforeReady(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := Spawn(Config{Command: []string{shipper}, Dir: dir, Task: "web", MaxFiles: 2, MaxFileSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.CloseWriters()
+		_ = p.proc.Kill()
+		<-p.Done()
+	})
+	if _, err := p.Stdout.WriteString("early\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+	if err := p.Ready(ctx); err != nil {
+		t.Fatalf("second Ready: %v", err)
+	}
+	if _, err := p.Stdout.WriteString("late\n"); err != nil {
+		t.Fatal(err)
+	}
+	p.CloseWriters()
+	select {
+	case <-p.Done():
+	case <-ctx.Done():
+		t.Fatal("shipper did not exit after its pipes closed")
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "web.stdout.0"))
+	if err != nil || string(b) != "early\nlate\n" {
+		t.Fatalf("stdout file %q, %v", b, err)
+	}
+}
+
+// TestSpawnReportsBadDirOnReady: Spawn succeeds (the process starts); the
+// shipper's complaint arrives through Ready, and the shipper is gone.
+func TestSpawnReportsBadDirOnReady(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := Spawn(Config{Command: []string{shipper}, Dir: "/nonexistent/logs", Task: "web", MaxFiles: 2, MaxFileSize: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.CloseWriters()
+	if err := p.Ready(ctx); err == nil || !strings.Contains(err.Error(), "log dir") {
+		t.Fatalf("Ready with a missing dir = %v, want the shipper's error", err)
+	}
+	select {
+	case <-p.Done():
+	case <-ctx.Done():
+		t.Fatal("shipper still running after reporting its error")
+	}
+}
+
+// TestReadyHonoursContext: a cancelled wait returns at once and leaves
+// the shipper running (a task may already be writing to it).
+func TestReadyHonoursContext(t *testing.T) {
+	dir := t.TempDir()
+	p, err := Spawn(Config{Command: []string{shipper}, Dir: dir, Task: "web", MaxFiles: 2, MaxFileSize: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.CloseWriters()
+		_ = p.proc.Kill()
+		<-p.Done()
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.Ready(ctx); !errors.Is(err, context.Canceled) {
+		// The shipper may have been quicker than the select; only a
+		// different error is wrong.
+		if err != nil {
+			t.Fatalf("Ready(cancelled) = %v", err)
+		}
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel2()
+	if err := p.Ready(ctx2); err != nil {
+		t.Fatalf("shipper did not come up after a cancelled wait: %v", err)
+	}
+}
+
+func TestSpawnBadCommand(t *testing.T) {
+	if _, err := Spawn(Config{Dir: t.TempDir(), Task: "web"}); err == nil {
+		t.Fatal("Spawn without a command succeeded")
+	}
+	if _, err := Spawn(Config{Command: []string{"/nonexistent/logmon"}, Dir: t.TempDir(), Task: "web"}); err == nil {
+		t.Fatal("Spawn of a missing binary succeeded")
 	}
 }

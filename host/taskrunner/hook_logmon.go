@@ -25,6 +25,7 @@ func (h *logmonHook) Prestart(ctx context.Context, req *HookRequest) error {
 		}
 		req.Stdout, req.Stderr = null, null
 		req.LogmonPid, req.LogmonStartTime = 0, 0
+		req.logmon = nil
 		return nil
 	}
 	maxFiles, maxMB := 10, 10
@@ -40,15 +41,40 @@ func (h *logmonHook) Prestart(ctx context.Context, req *HookRequest) error {
 	if h.cfg.LogFileSizeOverride > 0 {
 		size = h.cfg.LogFileSizeOverride
 	}
-	p, err := logmon.Start(ctx, logmon.Config{
+	// Not waiting for the shipper to be ready here takes its start-up
+	// off the launch path: the task starts on the pipes meanwhile, and
+	// the runner checks readiness (logmonReady) once the task's handle
+	// is stored.
+	p, err := logmon.Spawn(logmon.Config{
 		Command: h.cfg.LogmonCommand, Dir: req.LogDir, Task: req.Task.Name,
 		MaxFiles: maxFiles, MaxFileSize: size,
 	})
 	if err != nil {
 		return err
 	}
+	// The start time is the fork's: exec does not change it, so it can be
+	// read before the shipper is up.
 	st, _ := driver.ProcStartTime(p.Pid)
 	req.Stdout, req.Stderr = p.Stdout, p.Stderr
 	req.LogmonPid, req.LogmonStartTime = p.Pid, st
+	req.logmon = p
 	return nil
+}
+
+// logmonReady waits for the launch's shipper, if it has one. A shipper that
+// failed leaves the task's output without a reader, so the task is
+// restarted (with a new shipper), counting against its restart policy.
+func (tr *TaskRunner) logmonReady(ctx context.Context) bool {
+	p := tr.req.logmon
+	tr.req.logmon = nil
+	if p == nil {
+		return true
+	}
+	if err := p.Ready(ctx); err != nil {
+		if ctx.Err() == nil {
+			tr.requestRestart("log shipper failed: "+err.Error(), false)
+		}
+		return false
+	}
+	return true
 }

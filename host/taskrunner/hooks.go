@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/logmon"
 )
 
 // Hook is one concern around a task's life. A hook implements Name and any
@@ -74,6 +75,9 @@ type HookRequest struct {
 	// Extra handle fields the logmon hook records.
 	LogmonPid       int
 	LogmonStartTime uint64
+	// logmon is the launch's shipper until the runner has checked that
+	// it came up.
+	logmon *logmon.Process
 
 	runner *TaskRunner
 }

@@ -1,6 +1,7 @@
 package taskrunner
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -106,5 +107,23 @@ func TestSetupFailureStoresTaskSetup(t *testing.T) {
 	}
 	if len(types) < 3 || types[0] != EventReceived || types[1] != EventTaskSetup || types[2] != EventDriverFailure {
 		t.Fatalf("stored events %v, want Received, Task Setup, Driver Failure first", types)
+	}
+}
+
+// TestFailedLogShipperRestartsTask: the shipper's readiness is checked
+// after the launch; a shipper that never came up means a task writing into
+// a pipe nobody reads, so the task is restarted, with the reason.
+func TestFailedLogShipperRestartsTask(t *testing.T) {
+	a := newAgent(t, "")
+	// A "shipper" that exits without answering on its readiness pipe.
+	a.cfg.LogmonCommand = []string{"/bin/sh", "-c", "exit 3", "logmon"}
+	a.run(testJob(jobspec.JobTypeService, rawTask("web", "sleep")))
+	ev := a.ev.wait(t, "web", EventRestartSignal, 1)
+	if !strings.Contains(ev.Message, "log shipper failed") {
+		t.Fatalf("restart reason %q, want the log shipper's failure", ev.Message)
+	}
+	a.ev.wait(t, "web", EventKilled, 1)
+	if n := a.ev.count("web", EventStarted); n < 1 {
+		t.Fatalf("%d Started events before the restart", n)
 	}
 }

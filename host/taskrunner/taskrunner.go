@@ -270,6 +270,7 @@ func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
 	tr.apply(change{events: []*state.TaskEvent{newEvent(EventTaskSetup, "Building task directory and environment")}, informational: true})
 	tr.req.Restored = false
 	tr.req.Stdout, tr.req.Stderr = nil, nil
+	tr.req.logmon = nil
 	closeStdio := func() {
 		if tr.req.Stdout != nil {
 			_ = tr.req.Stdout.Close()
@@ -316,6 +317,9 @@ func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
 		tr.emit(newEvent(EventDriverFailure, err.Error()))
 		return nil, err
 	}
+	// The task has its copies of the output pipes; ours must go now, or
+	// the shipper would not see EOF when the task ends during poststart.
+	closeStdio()
 	// The task is alive and nothing on disk knows it: until this commit
 	// returns, a kill -9 of the agent leaves a task no later agent will
 	// find. So the handle is the very next thing written, in one commit
@@ -332,6 +336,9 @@ func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
 		},
 		events: []*state.TaskEvent{newEvent(EventStarted, "Task started by the agent (pid "+strconv.Itoa(t.Handle().Pid)+")")},
 	})
+	if !tr.logmonReady(ctx) {
+		return t, nil
+	}
 	tr.runPoststart(ctx, t)
 	return t, nil
 }
