@@ -24,6 +24,9 @@ const (
 	EventKillFailed    = "Kill Failed"
 	// EventLogShipperGone: a re-adopted task's log shipper died meanwhile.
 	EventLogShipperGone = "Log Shipper Gone"
+	// EventUntrackedKilled: a restored task's copies that the previous
+	// agent launched without living to record them were killed.
+	EventUntrackedKilled = "Untracked Copy Killed"
 )
 
 func newEvent(typ, msg string) *state.TaskEvent {

@@ -226,7 +226,12 @@ func (tr *TaskRunner) restore(ctx context.Context) (driver.Task, bool) {
 		return nil, false
 	}
 	if rec.Handle == nil {
-		return nil, rec.State != nil && rec.State.State == state.TaskStateDead
+		if rec.State != nil && rec.State.State == state.TaskStateDead {
+			return nil, true
+		}
+		// Pending: the last agent may have died mid-launch (orphans.go).
+		tr.killUntrackedCopies()
+		return nil, false
 	}
 	h := rec.Handle
 	t, err := tr.drv.Recover(ctx, toDriverHandle(h), tr.logger)
