@@ -11,12 +11,39 @@
 // HOME, the NOMAD_* variables and NOMAD_META_*, then the job's env with
 // ${...} interpolated), socket_dir (the allocation's 0700 socket directory,
 // cleared of sockets nobody listens on), logmon (a log shipper process,
-// package logmon), then any Config.ExtraHooks (the CSI supervisor, which
-// adds CSI_ENDPOINT to the env in Prestart and probes in Poststart). Args,
-// command and work_dir are interpolated after all of them. Then the driver
-// starts the task, the handle (pid, start time, reattach record, shipper
-// pid) is stored, and the poststart hooks run. A hook may fail the task or
-// ask for a restart through its HookRequest.
+// package logmon, spawned but not waited for), then any Config.ExtraHooks
+// (the CSI supervisor, which adds CSI_ENDPOINT to the env in Prestart and
+// probes in Poststart). Args, command and work_dir are interpolated after
+// all of them. Then the driver starts the task, the handle (pid, start
+// time, reattach record, shipper pid) is stored, the shipper's readiness
+// is checked (one that failed restarts the task: its output has no
+// reader), and the poststart hooks run. A hook may fail the task or ask
+// for a restart through its HookRequest.
+//
+// # What is written, and when
+//
+// A commit costs two fdatasyncs whatever it holds, so the runner writes
+// in as few commits as durability allows (state.DB.Update; record.go):
+//
+//   - NewAllocRunner: the allocation and every task's Received event and
+//     pending state, one commit, before the allocation ID is returned.
+//   - Task Setup is informational: it is announced at once and stored with
+//     the task's next write. A kill -9 may lose it, never anything a
+//     restarted agent needs.
+//   - After a launch: the handle, the running state, the Started event and
+//     the allocation's derived client status, one commit, made before
+//     Started is announced (OnEvent) or any poststart hook talks to the
+//     task: nothing outside the agent may see a task the store could still
+//     forget. So a launch is two commits where it was eight.
+//   - Every other change (an event, a state, a handle) is one commit,
+//     taking along any unsaved informational event; a task's writes are
+//     serialised (writeMu) so the stored order is the emitted order.
+//
+// Between the fork and that commit the task runs unrecorded; no write
+// order can close that window. The restore side does: a restored task that
+// has no handle and is not dead first kills any process whose environment
+// carries its NOMAD_ALLOC_ID and NOMAD_TASK_NAME (and its process group),
+// so an agent killed mid-launch never leaves two copies (orphans.go).
 //
 // When the process exits: Terminated (exit code or signal), exited hooks,
 // and the restart policy: attempts within interval, the delay doubling per
@@ -40,7 +67,7 @@
 // while the agent was down gets a Terminated event saying its exit code is
 // unknowable (and, if its pid now belongs to someone else, that the
 // stranger was not signalled); then its restart policy applies. No task is
-// started while a live, recorded copy exists. A task whose state was dead
+// started while a live copy exists, recorded or not (see above). A task whose state was dead
 // stays dead; an allocation whose stop was interrupted finishes stopping.
 //
 // # Sockets
