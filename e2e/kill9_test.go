@@ -248,11 +248,21 @@ func TestKill9WhileRestarting(t *testing.T) {
 		t.Fatalf("allocations after restart %v, before %v", got, ids)
 	}
 	onlyCopy(t, al, "flaky", m)
-	raw, err := os.ReadFile(filepath.Join(al.AllocDir, "alloc", "launches"))
-	if err != nil {
-		t.Fatalf("launch counter: %v", err)
+	// Started means forked, not that the script has run its first line:
+	// the third launch may still be writing the counter. No event says it
+	// has, so poll with a deadline; a fourth launch would still show.
+	var n int
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		raw, err := os.ReadFile(filepath.Join(al.AllocDir, "alloc", "launches"))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatalf("launch counter: %v", err)
+		}
+		n, _ = strconv.Atoi(strings.TrimSpace(string(raw)))
+		if n >= 3 || time.Now().After(deadline) {
+			break
+		}
 	}
-	if n, _ := strconv.Atoi(strings.TrimSpace(string(raw))); n != 3 {
+	if n != 3 {
 		t.Fatalf("task launched %d times, want 3", n)
 	}
 	a2.stopAndCheckNoOrphans("flaky", m)
