@@ -2,7 +2,6 @@ package taskrunner
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
+	"github.com/pluginhost/pluginhost/internal/testproc"
 	"github.com/pluginhost/pluginhost/sdk"
 	"golang.org/x/sys/unix"
 )
@@ -261,25 +261,4 @@ func alive(pid int, start uint64) bool {
 }
 
 // waitGone waits on a pidfd for pid to exit.
-func waitGone(t testing.TB, pid int) {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, 30000)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil || n == 0 {
-			t.Fatalf("pid %d did not exit: %v", pid, err)
-		}
-		return
-	}
-}
+func waitGone(t testing.TB, pid int) { testproc.WaitGone(t, pid, 30*time.Second) }
