@@ -207,7 +207,7 @@ func startInstance(t *testing.T, socket string, interval time.Duration) (*instan
 		logger:   hclog.NewNullLogger(),
 		interval: interval,
 		timeout:  5 * time.Second,
-		client:   ClientConfig{Retry: RetryPolicy{MaxAttempts: 1}},
+		acquire:  newClientPool(ClientConfig{Retry: RetryPolicy{MaxAttempts: 1}}, hclog.NewNullLogger()).acquire,
 		onUpdate: u.hook,
 	})
 	im.start(context.Background())

@@ -17,7 +17,8 @@ type instanceConfig struct {
 	logger   hclog.Logger
 	interval time.Duration
 	timeout  time.Duration // bounds one fingerprint
-	client   ClientConfig  // Endpoint is filled from info
+	// acquire hands out the shared client of a socket (see clientPool).
+	acquire func(socket string) (*Client, func(), error)
 	// onUpdate is called with no lock held after every fingerprint (from
 	// the instance's goroutine) and on stop (from stop's caller). announce
 	// is false for a stop that should not be reported as a health change.
@@ -39,6 +40,9 @@ type instanceManager struct {
 	done      chan struct{}
 	stopOnce  sync.Once
 
+	// release gives the shared client back to the manager's pool.
+	release func()
+
 	mu      sync.Mutex
 	fp      *Fingerprint
 	stopped bool
@@ -56,15 +60,13 @@ func newInstanceManager(cfg instanceConfig) *instanceManager {
 	if cfg.info.ConnectionInfo != nil {
 		socket = cfg.info.ConnectionInfo.SocketPath
 	}
-	ccfg := cfg.client
-	ccfg.Endpoint = socket
-	ccfg.Logger = logger
-	client, err := NewClient(ccfg)
+	client, release, err := cfg.acquire(socket)
 	if err != nil {
 		// The allocation stays visible, unhealthy with the reason, rather
 		// than being dropped: a too-long socket path must be seen.
 		client = nil
 	}
+	im.release = release
 	im.fpr = newFingerprinter(cfg.info, client, err)
 	im.fp = im.fpr.fp.Copy()
 	return im
@@ -200,11 +202,7 @@ func (im *instanceManager) stopNow(reason string, announce bool) {
 	// A stopped instance counts as fingerprinted: nobody must wait for it.
 	final.FingerprintDone = true
 	im.publish(final, true, announce)
-	if c := im.fpr.client; c != nil {
-		if err := c.Close(); err != nil {
-			im.logger.Debug("closing CSI client", "error", err)
-		}
-	}
+	im.release()
 }
 
 // fingerprint returns a copy of the latest fingerprint.

@@ -83,6 +83,7 @@ type Manager struct {
 	started   bool
 	shut      bool
 	instances map[instanceKey]*instanceManager
+	clients   *clientPool
 	// changed is closed, and replaced, whenever an instance is added,
 	// removed or fingerprinted: WaitReady waits on it.
 	changed chan struct{}
@@ -103,9 +104,11 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		cfg.FingerprintTimeout = DefaultFingerprintTimeout
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	logger := cfg.Logger.Named("csi")
 	return &Manager{
 		cfg:       cfg,
-		logger:    cfg.Logger.Named("csi"),
+		logger:    logger,
+		clients:   newClientPool(cfg.Client, logger),
 		ctx:       ctx,
 		cancel:    cancel,
 		done:      make(chan struct{}),
@@ -224,7 +227,7 @@ func (m *Manager) replaceLocked(info *dynamic.PluginInfo) *instanceManager {
 		logger:   m.logger,
 		interval: m.cfg.FingerprintInterval,
 		timeout:  m.cfg.FingerprintTimeout,
-		client:   m.cfg.Client,
+		acquire:  m.clients.acquire,
 		onUpdate: m.instanceUpdated,
 	})
 	m.instances[key] = im
