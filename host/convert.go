@@ -15,15 +15,17 @@ func allocation(ar *taskrunner.AllocRunner) *api.Allocation {
 	snap := ar.State()
 	al := snap.Alloc
 	out := &api.Allocation{
-		ID:            al.ID,
-		JobID:         al.JobID,
-		TaskGroup:     al.TaskGroup,
-		ClientStatus:  al.ClientStatus,
-		DesiredStatus: al.DesiredStatus,
-		TaskStates:    make(map[string]*api.TaskState, len(snap.Tasks)),
-		AllocDir:      ar.AllocDir(),
-		CreateTime:    al.CreateTime.UnixNano(),
-		ModifyTime:    al.ModifyTime.UnixNano(),
+		AllocListStub: api.AllocListStub{
+			ID:            al.ID,
+			JobID:         al.JobID,
+			TaskGroup:     al.TaskGroup,
+			ClientStatus:  al.ClientStatus,
+			DesiredStatus: al.DesiredStatus,
+			TaskStates:    make(map[string]*api.TaskState, len(snap.Tasks)),
+			CreateTime:    al.CreateTime.UnixNano(),
+			ModifyTime:    al.ModifyTime.UnixNano(),
+		},
+		AllocDir: ar.AllocDir(),
 	}
 	if al.Job != nil {
 		out.Name = fmt.Sprintf("%s.%s[%d]", al.Job.ID, al.TaskGroup, al.Index)

@@ -87,9 +87,9 @@ func (f *fakeAgent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegis
 	for _, tg := range job.TaskGroups {
 		for i := range tg.Count {
 			id := fmt.Sprintf("%08x-0000-4000-8000-%012d", len(f.allocs)+1, i)
-			a := &api.Allocation{ID: id, JobID: job.ID, TaskGroup: tg.Name, Name: fmt.Sprintf("%s.%s[%d]", job.ID, tg.Name, i),
+			a := &api.Allocation{AllocListStub: api.AllocListStub{ID: id, JobID: job.ID, TaskGroup: tg.Name, Name: fmt.Sprintf("%s.%s[%d]", job.ID, tg.Name, i),
 				ClientStatus: api.AllocClientStatusPending, DesiredStatus: api.AllocDesiredStatusRun,
-				TaskStates: map[string]*api.TaskState{}, CreateTime: t0.UnixNano(), ModifyTime: t0.UnixNano()}
+				TaskStates: map[string]*api.TaskState{}, CreateTime: t0.UnixNano(), ModifyTime: t0.UnixNano()}}
 			for _, t := range tg.Tasks {
 				a.Tasks = append(a.Tasks, t.Name)
 				a.TaskStates[t.Name] = &api.TaskState{State: api.TaskStatePending}

@@ -339,8 +339,8 @@ func TestClientEndpoints(t *testing.T) {
 
 	// Allocations, with prefix lookup.
 	be.mu.Lock()
-	be.allocs["aaaa1111"] = &Allocation{ID: "aaaa1111", JobID: "parsed", TaskGroup: "g", ClientStatus: "running", Tasks: []string{"t"}}
-	be.allocs["aaaa2222"] = &Allocation{ID: "aaaa2222", JobID: "parsed", TaskGroup: "g", ClientStatus: "failed", Tasks: []string{"t"}}
+	be.allocs["aaaa1111"] = &Allocation{AllocListStub: AllocListStub{ID: "aaaa1111", JobID: "parsed", TaskGroup: "g", ClientStatus: "running"}, Tasks: []string{"t"}}
+	be.allocs["aaaa2222"] = &Allocation{AllocListStub: AllocListStub{ID: "aaaa2222", JobID: "parsed", TaskGroup: "g", ClientStatus: "failed"}, Tasks: []string{"t"}}
 	be.mu.Unlock()
 	allocs, err := c.JobAllocations(ctx, "parsed")
 	if err != nil || len(allocs) != 2 || allocs[1].ClientStatus != "failed" {
@@ -402,7 +402,7 @@ func TestClientEndpoints(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	ts := startServer(t, func(c *ServerConfig) { c.MaxBodyBytes = 1024 })
 	ts.be.mu.Lock()
-	ts.be.allocs["a1"] = &Allocation{ID: "a1", Tasks: []string{"t1", "t2"}}
+	ts.be.allocs["a1"] = &Allocation{AllocListStub: AllocListStub{ID: "a1"}, Tasks: []string{"t1", "t2"}}
 	ts.be.mu.Unlock()
 	cases := []struct {
 		method, path, body string
@@ -561,7 +561,7 @@ func TestAllocLogs(t *testing.T) {
 	ts := startServer(t, nil)
 	be, c := ts.be, ts.client
 	be.mu.Lock()
-	be.allocs["a1"] = &Allocation{ID: "a1", Tasks: []string{"web"}}
+	be.allocs["a1"] = &Allocation{AllocListStub: AllocListStub{ID: "a1"}, Tasks: []string{"web"}}
 	be.logs["a1/web/stdout"] = "out line\n"
 	be.logs["a1/web/stderr"] = "err line\n"
 	be.mu.Unlock()

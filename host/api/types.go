@@ -127,25 +127,15 @@ type AllocListStub struct {
 	ModifyTime         int64
 }
 
-// Allocation is GET /v1/allocation/<id>.
+// Allocation is GET /v1/allocation/<id>: the list form plus what only the
+// detail view needs. The stub is embedded, so the JSON is flat as in Nomad.
 type Allocation struct {
-	ID                 string
-	Name               string
-	JobID              string
-	JobType            string
-	TaskGroup          string
-	ClientStatus       string
-	ClientDescription  string
-	DesiredStatus      string
-	DesiredDescription string
-	TaskStates         map[string]*TaskState
+	AllocListStub
 	// Tasks lists the group's tasks in spec order, so that views do not
 	// depend on map order and a task with no state yet is still shown.
 	Tasks []string
 	// AllocDir is the allocation's directory on this machine.
-	AllocDir   string
-	CreateTime int64
-	ModifyTime int64
+	AllocDir string
 }
 
 // Stub returns the list form of a.
@@ -153,12 +143,8 @@ func (a *Allocation) Stub() *AllocListStub {
 	if a == nil {
 		return nil
 	}
-	return &AllocListStub{
-		ID: a.ID, Name: a.Name, JobID: a.JobID, JobType: a.JobType, TaskGroup: a.TaskGroup,
-		ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
-		DesiredStatus: a.DesiredStatus, DesiredDescription: a.DesiredDescription,
-		TaskStates: a.TaskStates, CreateTime: a.CreateTime, ModifyTime: a.ModifyTime,
-	}
+	stub := a.AllocListStub
+	return &stub
 }
 
 // TaskState is one task's state within an allocation.
