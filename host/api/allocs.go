@@ -11,13 +11,21 @@ func (s *Server) getAlloc(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
+	if alloc, ok := s.alloc(w, r, id); ok {
+		writeJSON(w, s.log, http.StatusOK, alloc)
+	}
+}
+
+// alloc asks the backend for an allocation by ID or prefix; on failure it
+// has written the error response and returns false.
+func (s *Server) alloc(w http.ResponseWriter, r *http.Request, id string) (*Allocation, bool) {
 	alloc, err := s.cfg.Backend.Alloc(r.Context(), id)
 	if err == nil && alloc == nil {
 		err = ErrNotFound
 	}
 	if err != nil {
 		writeError(w, r, s.log, fmt.Errorf("allocation %q: %w", id, err))
-		return
+		return nil, false
 	}
-	writeJSON(w, s.log, http.StatusOK, alloc)
+	return alloc, true
 }

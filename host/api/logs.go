@@ -34,12 +34,8 @@ func (s *Server) allocLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	alloc, err := s.cfg.Backend.Alloc(r.Context(), id)
-	if err == nil && alloc == nil {
-		err = ErrNotFound
-	}
-	if err != nil {
-		writeError(w, r, s.log, fmt.Errorf("allocation %q: %w", id, err))
+	alloc, ok := s.alloc(w, r, id)
+	if !ok {
 		return
 	}
 	task, err := pickTask(alloc, q.Get("task"))
