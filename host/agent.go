@@ -80,6 +80,9 @@ type Agent struct {
 type allocEntry struct {
 	runner *taskrunner.AllocRunner
 	jobID  string
+	// created never changes; kept here so that listings sort without
+	// taking a full snapshot (events included) of every allocation.
+	created time.Time
 }
 
 // NewAgent opens the state store, restores the plugin registry and starts the
@@ -427,6 +430,7 @@ func (a *Agent) forwardTaskEvents(ctx context.Context) {
 // tasks are dead: the runners mark a task dead after its last task event,
 // so without this no event would ever show a stopped allocation complete.
 func (a *Agent) track(e *allocEntry) {
+	e.created = e.runner.State().Alloc.CreateTime
 	a.mu.Lock()
 	a.allocs[e.runner.ID()] = e
 	ctx := a.runCtx

@@ -177,12 +177,8 @@ func (a *Agent) jobAllocs(jobID string) []*allocEntry {
 }
 
 func sortNewestFirst(entries []*allocEntry) {
-	created := make(map[*allocEntry]time.Time, len(entries))
-	for _, e := range entries {
-		created[e] = e.runner.State().Alloc.CreateTime
-	}
 	sort.SliceStable(entries, func(i, j int) bool {
-		ti, tj := created[entries[i]], created[entries[j]]
+		ti, tj := entries[i].created, entries[j].created
 		if !ti.Equal(tj) {
 			return ti.After(tj)
 		}
