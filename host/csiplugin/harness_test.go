@@ -169,15 +169,18 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// final stops every allocation this incarnation still runs, killing their
-// tasks, so that no test leaves processes behind even when it fails.
+// final destroys every allocation this incarnation still runs, killing
+// their tasks and removing their directories, so that no test leaves
+// processes or socket directories (which may live outside the test's temp
+// dir, under the short fallback root) behind even when it fails.
 func (a *agent) final() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, ar := range a.runners {
-		if err := ar.Stop(ctx); err != nil {
+		if err := ar.Destroy(ctx); err != nil {
 			a.t.Errorf("cleanup: %v", err)
 		}
+		_ = os.Remove(filepath.Dir(ar.SocketDir()))
 	}
 	a.close()
 }
