@@ -5,7 +5,7 @@
 GO       ?= go
 BIN      := $(CURDIR)/bin
 PKGS     := ./...
-FUZZTIME ?= 15s
+FUZZTIME ?= 1m
 
 .PHONY: all build run test lint vet fmt-check unit fuzz bench clean
 
@@ -18,7 +18,10 @@ build:
 run: build
 	PATH="$(BIN):$$PATH" $(BIN)/pluginhost agent -dev
 
-test: lint build unit fuzz
+# Exploratory fuzzing is not part of `make test`: a new finding would turn CI
+# red at random. `go test` replays every fuzz target's seed corpus and the
+# saved findings under testdata/fuzz, so a bug once found stays covered.
+test: lint build unit
 
 lint: fmt-check vet
 

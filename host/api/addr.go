@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/pluginhost/pluginhost/dynamic"
@@ -62,6 +63,9 @@ func ParseAddr(s string) (Addr, error) {
 	}
 	if port == "" {
 		return Addr{}, fmt.Errorf("address %q: missing port", s)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return Addr{}, fmt.Errorf("address %q: port %q is not a number from 0 to 65535", s, port)
 	}
 	if !isLoopback(host) {
 		return Addr{}, fmt.Errorf("address %q: only loopback TCP addresses are allowed (the API has no authentication)", s)

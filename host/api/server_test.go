@@ -254,6 +254,9 @@ func TestParseAddr(t *testing.T) {
 		{"https://127.0.0.1:4646", "", "", "unsupported scheme"},
 		{"127.0.0.1", "", "", "missing port"},
 		{"127.0.0.1:", "", "", "missing port"},
+		{"localhost: /", "", "", "not a number"},
+		{"127.0.0.1:http", "", "", "not a number"},
+		{"127.0.0.1:65536", "", "", "not a number"},
 	}
 	for _, c := range cases {
 		a, err := ParseAddr(c.in)
