@@ -33,6 +33,11 @@ type ClientConfig struct {
 	// DialOptions are appended to the client's own (for example transport
 	// credentials, should plugins ever be served over TLS).
 	DialOptions []grpc.DialOption
+	// Conn, if set, is an open connection to Endpoint that the client uses
+	// instead of dialing its own: the go-plugin connection of an sdk
+	// plugin, so that the supervisor adds no second connection to every
+	// plugin. The client borrows it: Close leaves it open.
+	Conn grpc.ClientConnInterface
 }
 
 // Client is a CSI client for one plugin socket. It is safe for concurrent
@@ -44,6 +49,7 @@ type Client struct {
 	callTimeout time.Duration
 	retry       RetryPolicy
 
+	// conn is nil when the connection is borrowed (ClientConfig.Conn).
 	conn       *grpc.ClientConn
 	identity   csipb.IdentityClient
 	controller csipb.ControllerClient
@@ -70,6 +76,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	if c.callTimeout <= 0 {
 		c.callTimeout = DefaultCallTimeout
+	}
+	if cfg.Conn != nil {
+		c.setStubs(cfg.Conn)
+		return c, nil
 	}
 
 	opts := []grpc.DialOption{
@@ -100,17 +110,25 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		return nil, fmt.Errorf("csi client for %s: %w", socket, err)
 	}
 	c.conn = conn
+	c.setStubs(conn)
+	return c, nil
+}
+
+func (c *Client) setStubs(conn grpc.ClientConnInterface) {
 	c.identity = csipb.NewIdentityClient(conn)
 	c.controller = csipb.NewControllerClient(conn)
 	c.node = csipb.NewNodeClient(conn)
-	return c, nil
 }
 
 // Socket returns the path of the socket the client dials.
 func (c *Client) Socket() string { return c.socket }
 
-// Close releases the connection. Calls in flight fail with CANCELED.
+// Close releases the connection, unless it was borrowed. Calls in flight
+// on an owned connection fail with CANCELED.
 func (c *Client) Close() error {
+	if c.conn == nil {
+		return nil
+	}
 	if err := c.conn.Close(); err != nil {
 		return fmt.Errorf("csi client for %s: close: %w", c.socket, err)
 	}

@@ -203,3 +203,28 @@ func TestClientNilRequest(t *testing.T) {
 		t.Fatalf("CreateVolume(nil): %v, want the driver's InvalidArgument", err)
 	}
 }
+
+// A client over a borrowed connection (the supervisor on go-plugin's) calls
+// through it and leaves it open on Close: the owner closes it.
+func TestClientBorrowedConn(t *testing.T) {
+	p := newFakePlugin()
+	s := serve(t, p, "")
+	owner := testClient(t, s.socket, RetryPolicy{})
+	c, err := NewClient(ClientConfig{Endpoint: s.socket, Conn: owner.conn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := c.Probe(ctx, &csipb.ProbeRequest{}); err != nil {
+		t.Fatalf("Probe over the borrowed connection: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := owner.Probe(ctx, &csipb.ProbeRequest{}); err != nil {
+		t.Fatalf("the owner's connection after the borrower closed: %v", err)
+	}
+	if n := p.callCount("Probe"); n != 2 {
+		t.Fatalf("plugin saw %d Probes, want 2", n)
+	}
+}

@@ -20,6 +20,11 @@
 // go-plugin socket (driver.Handle.SocketPath), and that socket is what the
 // supervisor probes and registers.
 //
+// A go_plugin task's supervision borrows the driver's go-plugin gRPC
+// connection (driver.PluginTask.Dispensed) instead of dialing the socket
+// again: the handshake proved the socket live, so step 1 below is skipped,
+// and every plugin costs one connection instead of two.
+//
 // Poststart starts one supervision goroutine for the launch and returns at
 // once. The runner calls poststart hooks on its own goroutine before it
 // starts watching the task, so a Poststart that waited health_timeout would
@@ -62,11 +67,17 @@
 // supervision without deregistering, and the registration stays in the
 // store. The next agent restores the registry from the store before any
 // task runs; the runner re-adopts the task and calls Poststart with
-// Restored set; the supervision probes the same socket (go_plugin: the
+// Restored set. The supervision works out the socket (go_plugin: the
 // recorded one; raw_exec: the CSI_ENDPOINT in /proc/<pid>/environ, since the
-// runner does not rebuild the environment of a re-adopted task) and
-// registers the same info, which the registry treats as a no-op: no event,
-// same Seq, same active instance. A plugin that died while the agent was
+// runner does not rebuild the environment of a re-adopted task). If the
+// restored registry holds every registration of the allocation at that
+// socket, it skips steps 1-4: one Probe sets the health (so the events show
+// "Plugin became healthy" again once it answers), then the heartbeat. After
+// an agent restart with a hundred plugins that is a hundred RPCs, not a
+// hundred connections and socket checks and two hundred RPCs, while the CSI
+// manager fingerprints the same plugins. A registration missing from the
+// store (the agent died between launch and registration) takes the full
+// path. A plugin that died while the agent was
 // down reaches Exited through the runner's restore path, which removes the
 // restored registration before any relaunch registers anew.
 //

@@ -105,10 +105,10 @@ func TestRollingUpdate(t *testing.T) {
 	}
 }
 
-// An agent restart re-adopts the plugin (same pid, no launch), probes the
-// same socket and registers it again: identical info, so the registry
-// restored from the store does nothing and emits nothing.
-func TestAgentRestartReregisters(t *testing.T) {
+// An agent restart re-adopts the plugin (same pid, no launch), finds its
+// registration restored from the store at the same socket and probes it
+// once: the registry keeps the registration as it was and emits nothing.
+func TestAgentRestartKeepsRegistration(t *testing.T) {
 	for _, drv := range drivers {
 		t.Run(drv, func(t *testing.T) {
 			t.Parallel()
@@ -146,6 +146,36 @@ func TestAgentRestartReregisters(t *testing.T) {
 				t.Fatal(err)
 			}
 			nextEvents(t, events, "registered sentinel")
+		})
+	}
+}
+
+// A re-adopted plugin whose registration is not in the store (the last
+// agent died between its launch and its registration) is probed and
+// registered anew, without a relaunch.
+func TestAgentRestartRegistersWhatTheStoreLacks(t *testing.T) {
+	for _, drv := range drivers {
+		t.Run(drv, func(t *testing.T) {
+			t.Parallel()
+			a := newAgent(t, "", agentOpts{})
+			ar := a.run(pluginJob("csi", drv, jobspec.CSIPluginTypeMonolith, nil))
+			a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+			before := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
+			b := a.restart(func(b *agent) {
+				// Only the controller half of the monolith was stored.
+				if err := b.reg.Deregister(dynamic.PluginTypeCSINode, "hostpath", ar.ID()); err != nil {
+					t.Fatal(err)
+				}
+				notRegistered(t, b.reg, dynamic.PluginTypeCSINode, ar.ID())
+			})
+			b.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+			after := registered(t, b.reg, dynamic.PluginTypeCSINode, ar.ID())
+			if after.Seq == before.Seq || after.ConnectionInfo.SocketPath != before.ConnectionInfo.SocketPath {
+				t.Errorf("node registration after restart: %+v, want a new one at %s", after, before.ConnectionInfo.SocketPath)
+			}
+			if n := len(b.ev.matching(ar.ID(), taskrunner.EventStarted)); n != 0 {
+				t.Fatalf("plugin relaunched:%s", b.ev)
+			}
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/driver"
+	"google.golang.org/grpc"
 )
 
 // health is what the supervision last told the task's event stream.
@@ -41,7 +42,9 @@ type supervision struct {
 	restartTask func(reason string)
 	socket      string
 	restored    bool
-	logger      hclog.Logger
+	// borrowed is set when client uses the go-plugin connection.
+	borrowed bool
+	logger   hclog.Logger
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -78,20 +81,60 @@ func (sv *supervision) run(ctx context.Context) {
 		return
 	}
 	defer client.Close()
+	if sv.restored && sv.stillRegistered() {
+		// The same process (the driver checked pid and start time)
+		// registered before the agent went down, and the registry was
+		// restored from the store: nothing to wait for or register. One
+		// Probe says how it is now, then the heartbeat goes on. After a
+		// restart of a hundred plugins this is one RPC each instead of a
+		// connection, socket checks and two RPCs.
+		err := sv.probe(ctx, client)
+		if ctx.Err() != nil {
+			return
+		}
+		sv.setHealth(err)
+		sv.heartbeat(ctx, client)
+		return
+	}
 	if sv.start(ctx, client) {
 		sv.heartbeat(ctx, client)
 	}
 }
 
+// newClient returns the supervision's CSI client. For a go_plugin task it
+// borrows the driver's go-plugin connection, which the handshake already
+// proved live: one connection per plugin instead of two.
 func (sv *supervision) newClient() (*csi.Client, error) {
 	cfg := sv.s.cfg
-	return csi.NewClient(csi.ClientConfig{
+	ccfg := csi.ClientConfig{
 		Endpoint: sv.socket, Logger: sv.logger, CallTimeout: cfg.ProbeTimeout,
 		// The supervision has its own retry schedule (backoff while
 		// starting, the heartbeat after); one attempt per probe keeps a
 		// heartbeat's answer about now.
 		Retry: csi.RetryPolicy{MaxAttempts: 1, AttemptTimeout: cfg.ProbeTimeout},
-	})
+	}
+	if sv.s.goPlugin {
+		if pt, ok := sv.task.(driver.PluginTask); ok {
+			if conn, ok := pt.Dispensed().(grpc.ClientConnInterface); ok {
+				ccfg.Conn = conn
+				sv.borrowed = true
+			}
+		}
+	}
+	return csi.NewClient(ccfg)
+}
+
+// stillRegistered reports whether the registry holds every registration of
+// this allocation, at this launch's socket.
+func (sv *supervision) stillRegistered() bool {
+	s := sv.s
+	for _, typ := range s.types {
+		info, ok := s.cfg.Registry.ForAlloc(typ, s.plugin.ID, s.allocID)
+		if !ok || info.ConnectionInfo == nil || info.ConnectionInfo.SocketPath != sv.socket {
+			return false
+		}
+	}
+	return true
 }
 
 // start takes the launch from "running" to "registered and healthy". false
@@ -118,26 +161,29 @@ func (sv *supervision) start(ctx context.Context, client *csi.Client) bool {
 	return true
 }
 
-// waitReady waits for the socket, then probes with a doubling backoff until
-// Probe says ready and GetPluginInfo answers, all within health_timeout.
-// Its error is the last thing that was wrong.
+// waitReady waits for the socket (unless the connection is go-plugin's,
+// whose handshake proved it live), then probes with a doubling backoff
+// until Probe says ready and GetPluginInfo answers, all within
+// health_timeout. Its error is the last thing that was wrong.
 func (sv *supervision) waitReady(ctx context.Context, client *csi.Client) (*csipb.GetPluginInfoResponse, error) {
 	cfg := sv.s.cfg
 	hctx, cancel := context.WithTimeout(ctx, sv.s.healthTimeout)
 	defer cancel()
-	release, err := waitForSocket(hctx, sv.socket)
-	sv.bg.Go(release)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	if !sv.borrowed {
+		release, err := waitForSocket(hctx, sv.socket)
+		sv.bg.Go(release)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("%w: %s", errSocketTimeout, sv.socket)
 		}
-		return nil, fmt.Errorf("%w: %s", errSocketTimeout, sv.socket)
-	}
-	if err := waitListening(hctx, sv.socket, cfg.ReadyBackoffMax); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if err := waitListening(hctx, sv.socket, cfg.ReadyBackoffMax); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("plugin never accepted connections: %w", err)
 		}
-		return nil, fmt.Errorf("plugin never accepted connections: %w", err)
 	}
 	wait := cfg.ReadyBackoffMin
 	t := time.NewTimer(0)
