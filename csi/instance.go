@@ -212,5 +212,13 @@ func (im *instanceManager) fingerprint() *Fingerprint {
 	return im.fp.Copy()
 }
 
+// fingerprintDone reports whether the first fingerprint has finished,
+// without copying the fingerprint.
+func (im *instanceManager) fingerprintDone() bool {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	return im.fp.FingerprintDone
+}
+
 // info returns the registration the instance follows.
 func (im *instanceManager) info() *dynamic.PluginInfo { return im.cfg.info }

@@ -418,7 +418,13 @@ func (m *Manager) pending(want []*dynamic.PluginInfo) []*dynamic.PluginInfo {
 		m.mu.Lock()
 		im := m.instances[instanceKey{w.Type, w.Name}]
 		m.mu.Unlock()
-		if im != nil && im.info().AllocID == w.AllocID && im.fingerprint().FingerprintDone {
+		if im != nil && im.info().AllocID == w.AllocID {
+			// The manager follows the registry, so an instance for this
+			// allocation means it is still the active one: no registry
+			// lookup (a copy of the info) per pending plugin per wake-up.
+			if !im.fingerprintDone() {
+				out = append(out, w)
+			}
 			continue
 		}
 		if a, ok := m.cfg.Registry.Active(w.Type, w.Name); !ok || a.AllocID != w.AllocID {
