@@ -208,7 +208,7 @@ func BenchmarkRestore(b *testing.B) {
 	for i := range n {
 		p := node(fmt.Sprint("p", i/10), fmt.Sprint("a", i))
 		p.Seq = uint64(i + 1)
-		if err := store.PutPlugin(p); err != nil {
+		if err := store.PutPlugins(p); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -245,7 +245,7 @@ func BenchmarkRestore(b *testing.B) {
 // sound here.
 type sliceStore []*PluginInfo
 
-func (s sliceStore) PutPlugin(*PluginInfo) error               { return nil }
+func (s sliceStore) PutPlugins(...*PluginInfo) error           { return nil }
 func (s sliceStore) DeletePlugin(string, string, string) error { return nil }
 func (s sliceStore) Plugins() ([]*PluginInfo, error)           { return s, nil }
 

@@ -32,7 +32,9 @@
 // Every change is written to the Store (one record, never the whole set)
 // while the write lock is held and before the in-memory state changes: if
 // the Store fails, the call returns the wrapped error and the registry is
-// exactly as before. New restores from Store.Plugins, so a restarted agent
+// exactly as before. RegisterAll hands all its records to one PutPlugins,
+// which the Store makes durable together or not at all, so a group of
+// registrations (a CSI monolith's two halves) is never half applied. New restores from Store.Plugins, so a restarted agent
 // knows its plugins before any supervisor has re-registered, and the same
 // allocation stays active. Unlike Nomad's registry, whose saved state
 // serialises a container/list to an empty map, what is stored is what is

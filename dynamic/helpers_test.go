@@ -159,11 +159,11 @@ type failingStore struct {
 	fail atomic.Bool
 }
 
-func (s *failingStore) PutPlugin(info *PluginInfo) error {
+func (s *failingStore) PutPlugins(infos ...*PluginInfo) error {
 	if s.fail.Load() {
 		return errBoom
 	}
-	return s.MemStore.PutPlugin(info)
+	return s.MemStore.PutPlugins(infos...)
 }
 
 func (s *failingStore) DeletePlugin(typ, name, alloc string) error {

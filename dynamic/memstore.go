@@ -22,17 +22,21 @@ type pluginKey struct {
 // NewMemStore returns an empty MemStore.
 func NewMemStore() *MemStore { return &MemStore{} }
 
-// PutPlugin implements Store.
-func (s *MemStore) PutPlugin(info *PluginInfo) error {
-	if info == nil {
-		return errors.New("memstore: put nil plugin info")
+// PutPlugins implements Store.
+func (s *MemStore) PutPlugins(infos ...*PluginInfo) error {
+	for _, info := range infos {
+		if info == nil {
+			return errors.New("memstore: put nil plugin info")
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.records == nil {
 		s.records = make(map[pluginKey]*PluginInfo)
 	}
-	s.records[pluginKey{info.Type, info.Name, info.AllocID}] = info.Copy()
+	for _, info := range infos {
+		s.records[pluginKey{info.Type, info.Name, info.AllocID}] = info.Copy()
+	}
 	return nil
 }
 

@@ -120,9 +120,10 @@ func sameRegistration(a, b *PluginInfo) bool {
 // implementation must be durable when it returns and must cost the same
 // whatever the number of stored plugins (write one record, not the whole set).
 type Store interface {
-	// PutPlugin inserts or replaces the record keyed by (Type, Name, AllocID).
-	// info is the registry's own: read it, never keep or modify it.
-	PutPlugin(info *PluginInfo) error
+	// PutPlugins inserts or replaces the records keyed by (Type, Name,
+	// AllocID): all of them in one durable step, or none. The records are
+	// the registry's own: read them, never keep or modify them.
+	PutPlugins(infos ...*PluginInfo) error
 	// DeletePlugin removes one record; deleting a missing record is not an error.
 	DeletePlugin(pluginType, name, allocID string) error
 	// Plugins returns every stored record, in any order. The records must

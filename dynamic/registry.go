@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -197,52 +198,114 @@ func (r *Registry) setLocked(pluginType, name string, create bool) *pluginSet {
 // place, keeping its Seq, RegisteredAt and active status. Seq and
 // RegisteredAt in info are ignored. The change is in the Store before
 // Register returns; if the Store fails nothing changes.
-func (r *Registry) Register(info *PluginInfo) error {
-	if err := info.Validate(); err != nil {
-		return fmt.Errorf("register plugin: %w", err)
+func (r *Registry) Register(info *PluginInfo) error { return r.RegisterAll(info) }
+
+// RegisterAll is Register for several plugins at once: every change is
+// written to the Store in one step, and either all of them take effect or
+// none does. The CSI supervisor registers a monolith's node and controller
+// halves this way, so that no store error and no crash of the agent can
+// leave half of a monolith registered, and the halves cost one commit.
+// Events go out in argument order. The same (type, name, allocation) twice
+// in one call is an ErrInvalid error.
+func (r *Registry) RegisterAll(infos ...*PluginInfo) error {
+	seen := make(map[pluginKey]bool, len(infos))
+	for _, info := range infos {
+		if err := info.Validate(); err != nil {
+			return fmt.Errorf("register plugin: %w", err)
+		}
+		k := pluginKey{info.Type, info.Name, info.AllocID}
+		if seen[k] {
+			return fmt.Errorf("register plugin: %w: %s plugin %q alloc %s given twice", ErrInvalid, info.Type, info.Name, info.AllocID)
+		}
+		seen[k] = true
+	}
+	if len(infos) == 0 {
+		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.shut {
-		return fmt.Errorf("register %s plugin %q alloc %s: %w", info.Type, info.Name, info.AllocID, ErrShutdown)
-	}
-	set := r.setLocked(info.Type, info.Name, false)
-	if set != nil {
-		if e, ok := set.allocs[info.AllocID]; ok {
-			return r.updateLocked(set, e, info)
-		}
+		return fmt.Errorf("register %s: %w", describeAll(infos), ErrShutdown)
 	}
 
-	added := info.Copy()
-	added.Seq = r.nextSeq
-	added.RegisteredAt = time.Now()
-	if err := r.store.PutPlugin(added); err != nil {
-		return fmt.Errorf("register %s plugin %q alloc %s: persist: %w", info.Type, info.Name, info.AllocID, err)
+	// Work out every change first; nothing in memory moves until the
+	// store has all of them.
+	type change struct {
+		rec *PluginInfo
+		// existing is the entry an update replaces the info of; nil for
+		// a new allocation.
+		existing *allocEntry
+		set      *pluginSet
 	}
-	r.nextSeq++
-	r.setLocked(info.Type, info.Name, true).push(&allocEntry{info: added})
-	r.feedLocked(info.Type).publish(EventRegistered, added, true)
-	r.logger.Debug("plugin registered", "type", added.Type, "name", added.Name, "alloc_id", added.AllocID,
-		"version", added.Version, "seq", added.Seq)
+	changes := make([]change, 0, len(infos))
+	recs := make([]*PluginInfo, 0, len(infos))
+	seq, now := r.nextSeq, time.Now()
+	for _, info := range infos {
+		set := r.setLocked(info.Type, info.Name, false)
+		if set != nil {
+			if e, ok := set.allocs[info.AllocID]; ok {
+				if sameRegistration(e.info, info) {
+					continue
+				}
+				updated := info.Copy()
+				updated.Seq = e.info.Seq
+				updated.RegisteredAt = e.info.RegisteredAt
+				changes = append(changes, change{rec: updated, existing: e, set: set})
+				recs = append(recs, updated)
+				continue
+			}
+		}
+		added := info.Copy()
+		added.Seq = seq
+		seq++
+		added.RegisteredAt = now
+		changes = append(changes, change{rec: added})
+		recs = append(recs, added)
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := r.store.PutPlugins(recs...); err != nil {
+		return fmt.Errorf("register %s: persist: %w", describeAll(infos), err)
+	}
+	r.nextSeq = seq
+
+	for _, c := range changes {
+		p := c.rec
+		if c.existing != nil {
+			c.existing.info = p
+			active := c.set.tail == c.existing
+			r.feedLocked(p.Type).publish(EventUpdated, p, active)
+			r.logger.Debug("plugin updated", "type", p.Type, "name", p.Name, "alloc_id", p.AllocID,
+				"version", p.Version, "active", active)
+			continue
+		}
+		r.setLocked(p.Type, p.Name, true).push(&allocEntry{info: p})
+		r.feedLocked(p.Type).publish(EventRegistered, p, true)
+		r.logger.Debug("plugin registered", "type", p.Type, "name", p.Name, "alloc_id", p.AllocID,
+			"version", p.Version, "seq", p.Seq)
+	}
 	return nil
 }
 
-func (r *Registry) updateLocked(set *pluginSet, e *allocEntry, info *PluginInfo) error {
-	if sameRegistration(e.info, info) {
-		return nil
+// describeAll names the registrations of one RegisterAll call for errors:
+// "csi-node, csi-controller plugin "x" alloc A" when they share name and
+// allocation, as a monolith's do.
+func describeAll(infos []*PluginInfo) string {
+	same := true
+	types := make([]string, 0, len(infos))
+	for _, p := range infos {
+		types = append(types, p.Type)
+		same = same && p.Name == infos[0].Name && p.AllocID == infos[0].AllocID
 	}
-	updated := info.Copy()
-	updated.Seq = e.info.Seq
-	updated.RegisteredAt = e.info.RegisteredAt
-	if err := r.store.PutPlugin(updated); err != nil {
-		return fmt.Errorf("update %s plugin %q alloc %s: persist: %w", info.Type, info.Name, info.AllocID, err)
+	if same {
+		return fmt.Sprintf("%s plugin %q alloc %s", strings.Join(types, ", "), infos[0].Name, infos[0].AllocID)
 	}
-	e.info = updated
-	active := set.tail == e
-	r.feedLocked(info.Type).publish(EventUpdated, updated, active)
-	r.logger.Debug("plugin updated", "type", updated.Type, "name", updated.Name, "alloc_id", updated.AllocID,
-		"version", updated.Version, "active", active)
-	return nil
+	parts := make([]string, 0, len(infos))
+	for _, p := range infos {
+		parts = append(parts, fmt.Sprintf("%s plugin %q alloc %s", p.Type, p.Name, p.AllocID))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // cleanupSetLocked drops the maps of (pluginType, name) once they hold

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -352,4 +353,71 @@ func TestShutdown(t *testing.T) {
 		t.Fatalf("state after shutdown = %q", got)
 	}
 	done()
+}
+
+// RegisterAll writes every change in one store call, or none: a monolith's
+// node and controller halves appear together or not at all.
+func TestRegisterAllIsAtomic(t *testing.T) {
+	store := &countingStore{}
+	r := newRegistry(t, store)
+	nodes := r.Subscribe(t.Context(), PluginTypeCSINode)
+	ctrls := r.Subscribe(t.Context(), PluginTypeCSIController)
+
+	n, c := node("mono", "a1"), pinfo(PluginTypeCSIController, "mono", "a1")
+	store.fail.Store(true)
+	if err := r.RegisterAll(n, c); !errors.Is(err, errBoom) || !strings.Contains(err.Error(), `csi-node, csi-controller plugin "mono" alloc a1`) {
+		t.Fatalf("RegisterAll with a failing store: %v", err)
+	}
+	for _, typ := range []string{PluginTypeCSINode, PluginTypeCSIController} {
+		if _, ok := r.ForAlloc(typ, "mono", "a1"); ok {
+			t.Fatalf("%s registered although the store failed", typ)
+		}
+	}
+	store.fail.Store(false)
+	expectNothingBefore(t, r, nodes, PluginTypeCSINode)
+	expectNothingBefore(t, r, ctrls, PluginTypeCSIController)
+
+	before := store.puts.Load()
+	if err := r.RegisterAll(n, c); err != nil {
+		t.Fatal(err)
+	}
+	if got := store.puts.Load() - before; got != 1 {
+		t.Fatalf("RegisterAll of two plugins made %d store writes, want 1", got)
+	}
+	expectEvents(t, nodes, want{EventRegistered, "a1", true})
+	expectEvents(t, ctrls, want{EventRegistered, "a1", true})
+
+	// One unchanged, one changed: only the change is written and announced.
+	c2 := c.Copy()
+	c2.Version = "2.0.0"
+	before = store.puts.Load()
+	if err := r.RegisterAll(n, c2); err != nil {
+		t.Fatal(err)
+	}
+	if got := store.puts.Load() - before; got != 1 {
+		t.Fatalf("%d store writes for one change, want 1", got)
+	}
+	expectEvents(t, ctrls, want{EventUpdated, "a1", true})
+	expectNothingBefore(t, r, nodes, PluginTypeCSINode)
+
+	// Nothing changed: no write at all.
+	before = store.puts.Load()
+	if err := r.RegisterAll(n, c2); err != nil || store.puts.Load() != before {
+		t.Fatalf("identical RegisterAll: err %v, %d writes", err, store.puts.Load()-before)
+	}
+
+	if err := r.RegisterAll(n, n.Copy()); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("the same plugin twice in one call: %v, want ErrInvalid", err)
+	}
+}
+
+// countingStore is a failingStore that counts PutPlugins calls.
+type countingStore struct {
+	failingStore
+	puts atomic.Int64
+}
+
+func (s *countingStore) PutPlugins(infos ...*PluginInfo) error {
+	s.puts.Add(1)
+	return s.failingStore.PutPlugins(infos...)
 }

@@ -80,7 +80,7 @@ func TestRestoreOddRecords(t *testing.T) {
 		{Type: PluginTypeCSINode, Name: "p", AllocID: "new", ConnectionInfo: &ConnectionInfo{SocketPath: "/s/n"}, Seq: 7},
 		{Type: PluginTypeCSINode, Name: "q", AllocID: "broken"}, // no connection info
 	} {
-		if err := store.PutPlugin(p); err != nil {
+		if err := store.PutPlugins(p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -161,11 +161,11 @@ func TestStoreFailureLeavesStateUnchanged(t *testing.T) {
 
 func TestMemStore(t *testing.T) {
 	var s MemStore // the zero value works
-	if err := s.PutPlugin(nil); err == nil {
-		t.Fatal("PutPlugin(nil) accepted")
+	if err := s.PutPlugins(nil); err == nil {
+		t.Fatal("PutPlugins(nil) accepted")
 	}
 	p := node("p", "a1")
-	if err := s.PutPlugin(p); err != nil {
+	if err := s.PutPlugins(p); err != nil {
 		t.Fatal(err)
 	}
 	p.Options["mount_dir"] = "/changed"
@@ -177,7 +177,7 @@ func TestMemStore(t *testing.T) {
 	if again, _ := s.Plugins(); again[0].Name != "p" {
 		t.Fatal("MemStore aliases its output")
 	}
-	if err := s.PutPlugin(node("p", "a1")); err != nil || s.Len() != 1 {
+	if err := s.PutPlugins(node("p", "a1")); err != nil || s.Len() != 1 {
 		t.Fatalf("put same key: %v, len %d", err, s.Len())
 	}
 	if err := s.DeletePlugin(PluginTypeCSINode, "p", "missing"); err != nil {

@@ -47,9 +47,9 @@
 //  4. registers the allocation in the dynamic registry: csi-node and/or
 //     csi-controller by csi_plugin type, Name = csi_plugin id, Version =
 //     vendor_version, the socket, and Options (Provider, ProviderVersion,
-//     MountDir, StagePublishBaseDir). A monolith registers node, then
-//     controller; if the controller registration fails the node one is rolled
-//     back. Then it emits "Plugin became healthy";
+//     MountDir, StagePublishBaseDir). A monolith's node and controller
+//     registrations are one Registry.RegisterAll: one commit, both or
+//     neither. Then it emits "Plugin became healthy";
 //  5. heartbeats every ProbeInterval. Health changes become task events; as
 //     in Nomad they do not restart the task or deregister it: the CSI manager
 //     fingerprints health on its own and decides what is usable.

@@ -251,17 +251,19 @@ type failingPuts struct {
 	typ string
 }
 
-func (s failingPuts) PutPlugin(info *dynamic.PluginInfo) error {
-	if info.Type == s.typ {
-		return errors.New("injected: no space left on device")
+func (s failingPuts) PutPlugins(infos ...*dynamic.PluginInfo) error {
+	for _, info := range infos {
+		if info.Type == s.typ {
+			return errors.New("injected: no space left on device")
+		}
 	}
-	return s.Store.PutPlugin(info)
+	return s.Store.PutPlugins(infos...)
 }
 
-// A monolith whose controller registration fails does not stay registered
-// as a node: the first registration is rolled back, and the task restarts
-// with the reason.
-func TestMonolithRollback(t *testing.T) {
+// A monolith whose controller registration fails is not registered as a
+// node either: both halves are written in one step, so the node half never
+// appears, not even for a moment, and the task restarts with the reason.
+func TestMonolithRegistersBothOrNeither(t *testing.T) {
 	a := newAgent(t, "", agentOpts{store: func(s dynamic.Store) dynamic.Store {
 		return failingPuts{Store: s, typ: dynamic.PluginTypeCSIController}
 	}})
@@ -272,7 +274,14 @@ func TestMonolithRollback(t *testing.T) {
 		t.Fatalf("restart reason %q", sig.Message)
 	}
 	id := ar.ID()
-	nextEvents(t, events, "registered "+id, "deregistered "+id)
+	// Events of a type are totally ordered: a node registration of the
+	// monolith would come before the sentinel's.
+	sentinel := &dynamic.PluginInfo{Type: dynamic.PluginTypeCSINode, Name: "sentinel", AllocID: "sentinel",
+		ConnectionInfo: &dynamic.ConnectionInfo{SocketPath: "/nonexistent.sock"}}
+	if err := a.reg.Register(sentinel); err != nil {
+		t.Fatal(err)
+	}
+	nextEvents(t, events, "registered sentinel")
 	notRegistered(t, a.reg, dynamic.PluginTypeCSINode, id)
 	notRegistered(t, a.reg, dynamic.PluginTypeCSIController, id)
 	if n := len(a.ev.matching(id, EventPluginHealthy)); n != 0 {

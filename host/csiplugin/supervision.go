@@ -150,6 +150,7 @@ func (sv *supervision) start(ctx context.Context, client *csi.Client) bool {
 			sv.s.plugin.ID, sv.s.healthTimeout, err))
 		return false
 	}
+	sv.logger.Debug("TRACE sv ready")
 	if err := sv.register(info); err != nil {
 		if errors.Is(err, dynamic.ErrShutdown) || ctx.Err() != nil {
 			return false
@@ -249,9 +250,10 @@ func (sv *supervision) probe(ctx context.Context, client *csi.Client) error {
 }
 
 // register records the plugin under its allocation: csi-node and/or
-// csi-controller, named by the job's plugin id. For a monolith a failed
-// second registration rolls the first back. Registering again what the
-// restored registry already holds is a no-op there.
+// csi-controller, named by the job's plugin id. A monolith's two
+// registrations are one RegisterAll: both or neither, in one commit.
+// Registering again what the restored registry already holds is a no-op
+// there.
 func (sv *supervision) register(info *csipb.GetPluginInfoResponse) error {
 	s := sv.s
 	base := &dynamic.PluginInfo{
@@ -266,20 +268,15 @@ func (sv *supervision) register(info *csipb.GetPluginInfoResponse) error {
 			"StagePublishBaseDir": s.stageDir,
 		},
 	}
-	var done []string
+	infos := make([]*dynamic.PluginInfo, 0, len(s.types))
 	for _, typ := range s.types {
 		p := base.Copy()
 		p.Type = typ
-		// The registry's error names the type, plugin and allocation.
-		if err := s.cfg.Registry.Register(p); err != nil {
-			for _, d := range done {
-				if derr := s.cfg.Registry.Deregister(d, s.plugin.ID, s.allocID); derr != nil {
-					err = errors.Join(err, fmt.Errorf("roll back %s registration: %w", d, derr))
-				}
-			}
-			return err
-		}
-		done = append(done, typ)
+		infos = append(infos, p)
+	}
+	// The registry's error names the types, plugin and allocation.
+	if err := s.cfg.Registry.RegisterAll(infos...); err != nil {
+		return err
 	}
 	sv.logger.Info("CSI plugin registered", "types", strings.Join(s.types, ","), "version", base.Version, "restored", sv.restored)
 	return nil

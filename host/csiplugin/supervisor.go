@@ -84,9 +84,8 @@ func newSupervisor(cfg *Config, req *taskrunner.HookRequest, logger hclog.Logger
 	return s
 }
 
-// registryTypes maps a csi_plugin type to registry types. A monolith is
-// registered as node first: if the controller registration fails the node
-// one is rolled back, so a half-registered monolith never stays.
+// registryTypes maps a csi_plugin type to registry types, in the order
+// their registrations are made (for a monolith, in one RegisterAll).
 func registryTypes(t string) []string {
 	switch t {
 	case jobspec.CSIPluginTypeMonolith:

@@ -25,8 +25,8 @@ func TestCrashHelperProcess(t *testing.T) {
 		t.Fatalf("helper PutAlloc: %v", err)
 	}
 	for i := range 1_000_000 { // bounded in case the parent never kills us
-		if err := db.PutPlugin(testPlugin(i)); err != nil {
-			t.Fatalf("helper PutPlugin: %v", err)
+		if err := db.PutPlugins(testPlugin(i)); err != nil {
+			t.Fatalf("helper PutPlugins: %v", err)
 		}
 		if err := db.AppendTaskEvent("crash", "t", &TaskEvent{Type: "Tick", Message: strconv.Itoa(i)}); err != nil {
 			t.Fatalf("helper AppendTaskEvent: %v", err)

@@ -25,7 +25,7 @@ func TestOpenNewFileThenReopen(t *testing.T) {
 	if got := db.SchemaVersion(); got != 1 {
 		t.Errorf("SchemaVersion() = %d, want 1", got)
 	}
-	if err := db.PutPlugin(testPlugin(1)); err != nil {
+	if err := db.PutPlugins(testPlugin(1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
@@ -34,8 +34,8 @@ func TestOpenNewFileThenReopen(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if err := db.PutPlugin(testPlugin(2)); err == nil {
-		t.Fatal("PutPlugin after Close succeeded")
+	if err := db.PutPlugins(testPlugin(2)); err == nil {
+		t.Fatal("PutPlugins after Close succeeded")
 	}
 
 	db = openTest(t, path, Options{})
@@ -62,7 +62,7 @@ func TestOpenEmptyFiles(t *testing.T) {
 		}
 		_ = b.Close()
 		db := openTest(t, path, Options{})
-		if err := db.PutPlugin(testPlugin(1)); err != nil {
+		if err := db.PutPlugins(testPlugin(1)); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -11,7 +11,7 @@
 //	allocs, err := db.LoadAllocs()                      // everything to restore
 //
 // Every write method is one bbolt read-write transaction, committed and
-// fsynced before it returns: when PutPlugin or AppendTaskEvent returns nil
+// fsynced before it returns: when PutPlugins or AppendTaskEvent returns nil
 // the record survives a crash. Reads see a consistent snapshot. *DB is safe
 // for concurrent use; bbolt serialises writers.
 //

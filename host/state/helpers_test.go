@@ -55,8 +55,8 @@ func populate(t testing.TB, path string, n int) {
 	}
 	defer db.Close()
 	for i := range n {
-		if err := db.PutPlugin(testPlugin(i)); err != nil {
-			t.Fatalf("PutPlugin: %v", err)
+		if err := db.PutPlugins(testPlugin(i)); err != nil {
+			t.Fatalf("PutPlugins: %v", err)
 		}
 	}
 	for i := range 3 {

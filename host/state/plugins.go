@@ -45,17 +45,24 @@ func parsePluginKey(k []byte) (pluginType, name, allocID string, err error) {
 	return parts[0], parts[1], parts[2], nil
 }
 
-// PutPlugin implements dynamic.Store: one record, one commit.
-func (db *DB) PutPlugin(info *dynamic.PluginInfo) error {
-	if info == nil {
-		return errors.New("put plugin: nil info")
+// PutPlugins implements dynamic.Store: the records in one commit.
+func (db *DB) PutPlugins(infos ...*dynamic.PluginInfo) error {
+	for _, info := range infos {
+		if info == nil {
+			return errors.New("put plugin: nil info")
+		}
+		if info.Type == "" || info.Name == "" || info.AllocID == "" {
+			return fmt.Errorf("put plugin: type %q, name %q and alloc %q must all be set", info.Type, info.Name, info.AllocID)
+		}
 	}
-	if info.Type == "" || info.Name == "" || info.AllocID == "" {
-		return fmt.Errorf("put plugin: type %q, name %q and alloc %q must all be set", info.Type, info.Name, info.AllocID)
-	}
-	key := pluginKey(info.Type, info.Name, info.AllocID)
 	return db.update("put plugin", func(tx *bbolt.Tx) error {
-		return putJSON(tx.Bucket([]byte(bucketPlugins)), key, info)
+		b := tx.Bucket([]byte(bucketPlugins))
+		for _, info := range infos {
+			if err := putJSON(b, pluginKey(info.Type, info.Name, info.AllocID), info); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

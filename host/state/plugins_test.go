@@ -15,14 +15,14 @@ func TestPluginStore(t *testing.T) {
 	path := statePath(t)
 	db := openTest(t, path, Options{})
 	for i := range 10 {
-		if err := db.PutPlugin(testPlugin(i)); err != nil {
+		if err := db.PutPlugins(testPlugin(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Replace one, delete one, delete one that never existed.
 	changed := testPlugin(3)
 	changed.Version = "2.0.0"
-	if err := db.PutPlugin(changed); err != nil {
+	if err := db.PutPlugins(changed); err != nil {
 		t.Fatal(err)
 	}
 	p4 := testPlugin(4)
@@ -56,8 +56,8 @@ func TestPluginStore(t *testing.T) {
 func TestPutPluginRejectsIncompleteInfo(t *testing.T) {
 	db := openTest(t, statePath(t), Options{})
 	for _, p := range []*dynamic.PluginInfo{nil, {Name: "n", AllocID: "a"}, {Type: "t", AllocID: "a"}, {Type: "t", Name: "n"}} {
-		if err := db.PutPlugin(p); err == nil {
-			t.Errorf("PutPlugin(%+v) succeeded", p)
+		if err := db.PutPlugins(p); err == nil {
+			t.Errorf("PutPlugins(%+v) succeeded", p)
 		}
 	}
 	if got := mustPlugins(t, db); len(got) != 0 {
@@ -121,7 +121,7 @@ func TestPluginsReportsDamagedRecords(t *testing.T) {
 	for name, damage := range cases {
 		t.Run(name, func(t *testing.T) {
 			db := openTest(t, statePath(t), Options{})
-			if err := db.PutPlugin(testPlugin(2)); err != nil {
+			if err := db.PutPlugins(testPlugin(2)); err != nil {
 				t.Fatal(err)
 			}
 			if err := db.bolt.Update(func(tx *bbolt.Tx) error { return damage(tx.Bucket([]byte(bucketPlugins))) }); err != nil {
