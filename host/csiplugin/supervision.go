@@ -150,7 +150,6 @@ func (sv *supervision) start(ctx context.Context, client *csi.Client) bool {
 			sv.s.plugin.ID, sv.s.healthTimeout, err))
 		return false
 	}
-	sv.logger.Debug("TRACE sv ready")
 	if err := sv.register(info); err != nil {
 		if errors.Is(err, dynamic.ErrShutdown) || ctx.Err() != nil {
 			return false
