@@ -48,6 +48,9 @@ func newEnv(t testing.TB, extraConfig string) *env {
 // tests that need a long data dir.
 func newEnvAt(t testing.TB, sub, extraConfig string) *env {
 	t.Helper()
+	// The agent starts the standalone log shipper when it sits next to
+	// the agent's binary, as `make build` and a release put it.
+	testbin.MustPath(t, "pluginhost-logmon")
 	bin := testbin.MustPath(t, "pluginhost")
 	root, err := os.MkdirTemp("", "ph-e2e-")
 	if err != nil {

@@ -98,6 +98,7 @@ func TestKill9SteadyState(t *testing.T) {
 	allocsBefore := a1.jobAllocIDs("steady")
 
 	logFile := filepath.Join(al.AllocDir, "alloc", "logs", "logger.stdout.0")
+	assertLogShipper(t, filepath.Join(al.AllocDir, "alloc", "logs"))
 	a1.kill()
 	for name, pid := range before {
 		if !alive(pid) {

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -189,4 +191,27 @@ func describe(pids []int) string {
 		b.WriteString(strconv.Itoa(pid) + ":" + strings.ReplaceAll(string(p.cmdline), "\x00", " ") + "; ")
 	}
 	return b.String()
+}
+
+// assertLogShipper checks that the log shippers writing into logDir run the
+// standalone pluginhost-logmon binary, not the agent's own.
+func assertLogShipper(t testing.TB, logDir string) {
+	t.Helper()
+	n := 0
+	for pid, p := range scanProcs() {
+		if !bytes.Contains(p.cmdline, []byte(logDir)) {
+			continue
+		}
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if filepath.Base(exe) != "pluginhost-logmon" {
+			t.Errorf("log shipper pid %d runs %s, want pluginhost-logmon", pid, exe)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Errorf("no log shipper writes into %s", logDir)
+	}
 }

@@ -90,7 +90,7 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 		Name:       "pluginhost",
 		Level:      hclog.LevelFromString(cfg.LogLevel),
 		JSONFormat: cfg.LogJSON,
-		Output:     os.Stderr,
+		Output:     os.Stderr, TimeFormat: "15:04:05.000000",
 	})
 	addr, err := listenAddr(cfg, dev)
 	if err != nil {
@@ -104,7 +104,7 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 	}
 	agent, err := host.NewAgent(cfg, host.Options{
 		Logger:        logger,
-		LogmonCommand: []string{exe, "logmon"},
+		LogmonCommand: logmonCommand(exe),
 	})
 	if err != nil {
 		ui.Error(err.Error())

@@ -20,8 +20,9 @@ const EnvBinDir = "PLUGINHOST_TEST_BIN_DIR"
 
 // Packages maps a binary name to its import path.
 var packages = map[string]string{
-	"pluginhost": "./cmd/pluginhost",
-	"mockcsi":    "./plugins/mockcsi",
+	"pluginhost":        "./cmd/pluginhost",
+	"pluginhost-logmon": "./cmd/pluginhost-logmon",
+	"mockcsi":           "./plugins/mockcsi",
 }
 
 type result struct {
