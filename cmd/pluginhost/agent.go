@@ -90,7 +90,7 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 		Name:       "pluginhost",
 		Level:      hclog.LevelFromString(cfg.LogLevel),
 		JSONFormat: cfg.LogJSON,
-		Output:     os.Stderr, TimeFormat: "15:04:05.000000",
+		Output:     os.Stderr,
 	})
 	addr, err := listenAddr(cfg, dev)
 	if err != nil {
