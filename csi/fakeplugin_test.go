@@ -46,6 +46,9 @@ type fakePlugin struct {
 	// probed receives a value for every Probe call, if a test wants to
 	// wait for them (buffered; sends never block the server).
 	probed chan struct{}
+	// entered, when set, receives the method name of every call as it
+	// arrives (buffered by the test), before any hang.
+	entered chan string
 }
 
 func newFakePlugin() *fakePlugin {
@@ -97,6 +100,9 @@ func (p *fakePlugin) enter(ctx context.Context, method string) error {
 	p.mu.Lock()
 	p.calls[method]++
 	hang := p.hang[method]
+	if p.entered != nil {
+		p.entered <- method
+	}
 	var code codes.Code
 	if c, ok := p.always[method]; ok {
 		code = c

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -132,13 +133,37 @@ func (f *fingerprinter) run(ctx context.Context) *Fingerprint {
 	return f.fp.Copy()
 }
 
+// check asks every question of this fingerprint at once: the RPCs do not
+// depend on each other, and a plugin's first fingerprint is on the path from
+// "registered" to "healthy", where five round trips one after another cost
+// more than the answers. The answers are judged in a fixed order (Probe,
+// the once-only part, then the service's capabilities), so the reason given
+// is the one asking them one by one would give.
 func (f *fingerprinter) check(ctx context.Context) (bool, string) {
 	if f.client == nil {
 		return false, fmt.Sprintf("cannot connect: %v", f.clientErr)
 	}
-	probe, err := f.client.Probe(ctx, &csipb.ProbeRequest{})
-	if err != nil {
-		return false, fmt.Sprintf("probe failed: %v", err)
+	if f.fp.Type != dynamic.PluginTypeCSIController && f.fp.Type != dynamic.PluginTypeCSINode {
+		return false, fmt.Sprintf("unknown CSI plugin type %q", f.fp.Type)
+	}
+	var (
+		wg        sync.WaitGroup
+		probe     *csipb.ProbeResponse
+		probeErr  error
+		static    staticAnswers
+		staticErr error
+		svcCaps   []string
+		svcErr    error
+	)
+	wg.Go(func() { probe, probeErr = f.client.Probe(ctx, &csipb.ProbeRequest{}) })
+	if !f.static {
+		wg.Go(func() { static, staticErr = f.askStatic(ctx) })
+	}
+	wg.Go(func() { svcCaps, svcErr = f.serviceCapabilities(ctx) })
+	wg.Wait()
+
+	if probeErr != nil {
+		return false, fmt.Sprintf("probe failed: %v", probeErr)
 	}
 	// An unset ready means ready (CSI spec); false means the plugin is
 	// still starting: not healthy, but not broken either.
@@ -146,64 +171,92 @@ func (f *fingerprinter) check(ctx context.Context) (bool, string) {
 		return false, "plugin is starting (probe: not ready)"
 	}
 	if !f.static {
-		if err := f.fingerprintStatic(ctx); err != nil {
-			return false, err.Error()
+		if staticErr != nil {
+			return false, staticErr.Error()
 		}
+		f.fp.Provider = static.info.GetName()
+		f.fp.ProviderVersion = static.info.GetVendorVersion()
+		f.fp.Manifest = maps.Clone(static.info.GetManifest())
+		f.fp.PluginCapabilities = PluginCapabilityNames(static.caps.GetCapabilities())
+		f.fp.NodeInfo = static.node
 		f.static = true
 	}
-	switch f.fp.Type {
-	case dynamic.PluginTypeCSIController:
+	if f.fp.Type == dynamic.PluginTypeCSIController {
 		if !f.fp.HasPluginCapability(CapControllerService) {
 			return false, "plugin is registered as a controller but does not advertise " + CapControllerService
 		}
-		resp, err := f.client.ControllerGetCapabilities(ctx, &csipb.ControllerGetCapabilitiesRequest{})
-		if err != nil {
-			return false, fmt.Sprintf("controller capabilities: %v", err)
+		if svcErr != nil {
+			return false, fmt.Sprintf("controller capabilities: %v", svcErr)
 		}
-		f.fp.ControllerCapabilities = ControllerCapabilityNames(resp.GetCapabilities())
-	case dynamic.PluginTypeCSINode:
-		resp, err := f.client.NodeGetCapabilities(ctx, &csipb.NodeGetCapabilitiesRequest{})
-		if err != nil {
-			return false, fmt.Sprintf("node capabilities: %v", err)
-		}
-		f.fp.NodeCapabilities = NodeCapabilityNames(resp.GetCapabilities())
-	default:
-		return false, fmt.Sprintf("unknown CSI plugin type %q", f.fp.Type)
+		f.fp.ControllerCapabilities = svcCaps
+		return true, "healthy"
 	}
+	if svcErr != nil {
+		return false, fmt.Sprintf("node capabilities: %v", svcErr)
+	}
+	f.fp.NodeCapabilities = svcCaps
 	return true, "healthy"
 }
 
-func (f *fingerprinter) fingerprintStatic(ctx context.Context) error {
-	info, err := f.client.GetPluginInfo(ctx, &csipb.GetPluginInfoRequest{})
-	if err != nil {
-		return fmt.Errorf("plugin info: %w", err)
-	}
-	if info.GetName() == "" {
-		return fmt.Errorf("plugin info: driver returned an empty name")
-	}
-	caps, err := f.client.GetPluginCapabilities(ctx, &csipb.GetPluginCapabilitiesRequest{})
-	if err != nil {
-		return fmt.Errorf("plugin capabilities: %w", err)
-	}
-	var node *NodeInfo
-	if f.fp.Type == dynamic.PluginTypeCSINode {
-		ni, err := f.client.NodeGetInfo(ctx, &csipb.NodeGetInfoRequest{})
+// serviceCapabilities is ControllerGetCapabilities or NodeGetCapabilities,
+// by the fingerprinted type.
+func (f *fingerprinter) serviceCapabilities(ctx context.Context) ([]string, error) {
+	if f.fp.Type == dynamic.PluginTypeCSIController {
+		resp, err := f.client.ControllerGetCapabilities(ctx, &csipb.ControllerGetCapabilitiesRequest{})
 		if err != nil {
-			return fmt.Errorf("node info: %w", err)
+			return nil, err
 		}
-		if ni.GetNodeId() == "" {
-			return fmt.Errorf("node info: driver returned an empty node id")
-		}
-		node = &NodeInfo{
-			NodeID:     ni.GetNodeId(),
-			MaxVolumes: ni.GetMaxVolumesPerNode(),
-			Topology:   maps.Clone(ni.GetAccessibleTopology().GetSegments()),
-		}
+		return ControllerCapabilityNames(resp.GetCapabilities()), nil
 	}
-	f.fp.Provider = info.GetName()
-	f.fp.ProviderVersion = info.GetVendorVersion()
-	f.fp.Manifest = maps.Clone(info.GetManifest())
-	f.fp.PluginCapabilities = PluginCapabilityNames(caps.GetCapabilities())
-	f.fp.NodeInfo = node
-	return nil
+	resp, err := f.client.NodeGetCapabilities(ctx, &csipb.NodeGetCapabilitiesRequest{})
+	if err != nil {
+		return nil, err
+	}
+	return NodeCapabilityNames(resp.GetCapabilities()), nil
+}
+
+// staticAnswers are the answers that describe the driver binary.
+type staticAnswers struct {
+	info *csipb.GetPluginInfoResponse
+	caps *csipb.GetPluginCapabilitiesResponse
+	node *NodeInfo
+}
+
+// askStatic asks GetPluginInfo, GetPluginCapabilities and, for a node,
+// NodeGetInfo, all at once; the error is the first wrong answer in that
+// order.
+func (f *fingerprinter) askStatic(ctx context.Context) (staticAnswers, error) {
+	var (
+		wg                      sync.WaitGroup
+		a                       staticAnswers
+		infoErr, capsErr, niErr error
+		ni                      *csipb.NodeGetInfoResponse
+		isNode                  = f.fp.Type == dynamic.PluginTypeCSINode
+	)
+	wg.Go(func() { a.info, infoErr = f.client.GetPluginInfo(ctx, &csipb.GetPluginInfoRequest{}) })
+	wg.Go(func() { a.caps, capsErr = f.client.GetPluginCapabilities(ctx, &csipb.GetPluginCapabilitiesRequest{}) })
+	if isNode {
+		wg.Go(func() { ni, niErr = f.client.NodeGetInfo(ctx, &csipb.NodeGetInfoRequest{}) })
+	}
+	wg.Wait()
+	switch {
+	case infoErr != nil:
+		return a, fmt.Errorf("plugin info: %w", infoErr)
+	case a.info.GetName() == "":
+		return a, fmt.Errorf("plugin info: driver returned an empty name")
+	case capsErr != nil:
+		return a, fmt.Errorf("plugin capabilities: %w", capsErr)
+	case !isNode:
+		return a, nil
+	case niErr != nil:
+		return a, fmt.Errorf("node info: %w", niErr)
+	case ni.GetNodeId() == "":
+		return a, fmt.Errorf("node info: driver returned an empty node id")
+	}
+	a.node = &NodeInfo{
+		NodeID:     ni.GetNodeId(),
+		MaxVolumes: ni.GetMaxVolumesPerNode(),
+		Topology:   maps.Clone(ni.GetAccessibleTopology().GetSegments()),
+	}
+	return a, nil
 }

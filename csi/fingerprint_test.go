@@ -178,8 +178,9 @@ func TestFingerprintStaticPartOnce(t *testing.T) {
 	if n := p.callCount("Probe"); n != 4 {
 		t.Errorf("Probe called %d times, want every cycle (4)", n)
 	}
-	if n := p.callCount("NodeGetCapabilities"); n != 3 {
-		t.Errorf("NodeGetCapabilities called %d times, want every healthy cycle (3)", n)
+	// Asked together with the rest, so also in the cycle that failed.
+	if n := p.callCount("NodeGetCapabilities"); n != 4 {
+		t.Errorf("NodeGetCapabilities called %d times, want every cycle (4)", n)
 	}
 }
 
@@ -292,4 +293,36 @@ func TestInstanceManagerBadSocket(t *testing.T) {
 		t.Fatalf("fingerprint %+v", fp)
 	}
 	im.stop("done", false)
+}
+
+// A fingerprint asks its questions at once, not one after another: every
+// RPC of a node's first fingerprint is in flight before any is answered.
+func TestFingerprintAsksAtOnce(t *testing.T) {
+	p := newFakePlugin()
+	gate := make(chan struct{})
+	methods := []string{"Probe", "GetPluginInfo", "GetPluginCapabilities", "NodeGetInfo", "NodeGetCapabilities"}
+	p.entered = make(chan string, 16)
+	for _, m := range methods {
+		p.hang[m] = gate
+	}
+	s := serve(t, p, "")
+	f := newFingerprinter(testInfo(dynamic.PluginTypeCSINode, "fake", "a1", s.socket), testClient(t, s.socket, RetryPolicy{MaxAttempts: 1}), nil)
+	// Asked one by one, the first call would hang until this deadline.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	done := make(chan *Fingerprint, 1)
+	go func() { done <- f.run(ctx) }()
+	seen := map[string]bool{}
+	for len(seen) < len(methods) {
+		select {
+		case m := <-p.entered:
+			seen[m] = true
+		case fp := <-done:
+			t.Fatalf("fingerprint finished with %v in flight of %v: %s", seen, methods, fp.HealthDescription)
+		}
+	}
+	close(gate)
+	if fp := <-done; !fp.Healthy {
+		t.Fatalf("unhealthy: %s", fp.HealthDescription)
+	}
 }
