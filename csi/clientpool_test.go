@@ -1,10 +1,14 @@
 package csi
 
 import (
+	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
 
 	"github.com/pluginhost/pluginhost/dynamic"
 )
@@ -52,5 +56,56 @@ func TestClientPoolSharesPerSocket(t *testing.T) {
 	}
 	if _, ok := p.clients[long]; ok {
 		t.Fatal("a failed acquire left an entry")
+	}
+}
+
+// countingConn counts the calls made through a lent connection.
+type countingConn struct {
+	grpc.ClientConnInterface
+	calls atomic.Int64
+}
+
+func (c *countingConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	c.calls.Add(1)
+	return c.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
+}
+
+// A lent connection is what clients for its socket use, and stays the
+// lender's: releasing the client leaves it open. After the loan is
+// withdrawn, new clients dial their own.
+func TestClientPoolUsesLentConnection(t *testing.T) {
+	s := serve(t, newFakePlugin(), "")
+	owner := testClient(t, s.socket, RetryPolicy{})
+	lent := &countingConn{ClientConnInterface: owner.conn}
+	p := newClientPool(ClientConfig{}, hclog.NewNullLogger())
+	withdraw := p.lend(s.socket, lent)
+
+	c, release, err := p.acquire(s.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Probe(t.Context(), &csipb.ProbeRequest{}); err != nil {
+		t.Fatalf("Probe over the lent connection: %v", err)
+	}
+	if n := lent.calls.Load(); n != 1 {
+		t.Fatalf("%d calls through the lent connection, want 1", n)
+	}
+	release()
+	if _, err := owner.Probe(t.Context(), &csipb.ProbeRequest{}); err != nil {
+		t.Fatalf("the lender's connection after the pool released it: %v", err)
+	}
+
+	withdraw()
+	withdraw() // idempotent
+	c, release, err = p.acquire(s.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if _, err := c.Probe(t.Context(), &csipb.ProbeRequest{}); err != nil {
+		t.Fatalf("Probe after the loan ended: %v", err)
+	}
+	if n := lent.calls.Load(); n != 1 {
+		t.Fatalf("a client made after the withdrawal used the lent connection (%d calls)", n)
 	}
 }

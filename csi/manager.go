@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
 
 	"github.com/pluginhost/pluginhost/dynamic"
 )
@@ -215,6 +216,17 @@ func (m *Manager) apply(ev *dynamic.Event) {
 		old.stop(reason, false)
 		m.notifyChanged()
 	}
+}
+
+// Lend offers an open connection to a plugin's socket for the manager to
+// fingerprint over, instead of dialing one of its own, until withdraw is
+// called. The CSI supervisor lends a go_plugin task's go-plugin connection
+// before it registers the plugin, so that the fingerprint the registration
+// triggers starts without a connection set-up. The caller keeps ownership:
+// it must withdraw before closing conn (an instance still using a closed
+// connection reports the plugin unhealthy until it is stopped).
+func (m *Manager) Lend(socket string, conn grpc.ClientConnInterface) (withdraw func()) {
+	return m.clients.lend(socket, conn)
 }
 
 // replaceLocked starts an instance for info in its slot and returns the one

@@ -183,6 +183,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		Logger:        logger,
 		ProbeInterval: cfg.CSI.FingerprintInterval,
 		ProbeTimeout:  cfg.CSI.ProbeTimeout,
+		Conns:         a.csi,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent: csi plugin supervisor: %w", err)

@@ -3,6 +3,7 @@ package csiplugin
 import (
 	"errors"
 	"fmt"
+	"google.golang.org/grpc"
 	"path/filepath"
 	"time"
 
@@ -47,6 +48,17 @@ type Config struct {
 	// probes until the plugin is ready (DefaultReadyBackoffMin/Max).
 	ReadyBackoffMin time.Duration
 	ReadyBackoffMax time.Duration
+
+	// Conns, if set, is lent each go_plugin task's go-plugin connection
+	// for as long as the supervision runs (the agent passes its
+	// csi.Manager, whose first fingerprint then needs no dial). Optional.
+	Conns ConnLender
+}
+
+// ConnLender takes open connections to plugin sockets on loan; withdraw
+// ends the loan. *csi.Manager is one.
+type ConnLender interface {
+	Lend(socket string, conn grpc.ClientConnInterface) (withdraw func())
 }
 
 func (c Config) withDefaults() (Config, error) {

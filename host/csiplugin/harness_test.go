@@ -41,6 +41,8 @@ type agentOpts struct {
 	probeTimeout  time.Duration
 	// store wraps the registry's store, to inject a failure.
 	store func(dynamic.Store) dynamic.Store
+	// conns is lent the go-plugin connections (Config.Conns).
+	conns ConnLender
 }
 
 type eventLog struct {
@@ -145,6 +147,7 @@ func newAgent(t testing.TB, dataDir string, opts agentOpts) *agent {
 	hooks, err := NewHook(Config{
 		Registry: reg, MountRoot: filepath.Join(dataDir, "csi"), Logger: logger,
 		ProbeInterval: opts.probeInterval, ProbeTimeout: opts.probeTimeout,
+		Conns: opts.conns,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -42,9 +42,10 @@ type supervision struct {
 	restartTask func(reason string)
 	socket      string
 	restored    bool
-	// borrowed is set when client uses the go-plugin connection.
-	borrowed bool
-	logger   hclog.Logger
+	// conn is the go-plugin connection client borrows, nil if the client
+	// dials its own.
+	conn   grpc.ClientConnInterface
+	logger hclog.Logger
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -81,6 +82,11 @@ func (sv *supervision) run(ctx context.Context) {
 		return
 	}
 	defer client.Close()
+	if sv.conn != nil && sv.s.cfg.Conns != nil {
+		// Lent before registering: the registration starts the CSI
+		// manager's fingerprint, which then uses this connection too.
+		defer sv.s.cfg.Conns.Lend(sv.socket, sv.conn)()
+	}
 	if sv.restored && sv.stillRegistered() {
 		// The same process (the driver checked pid and start time)
 		// registered before the agent went down, and the registry was
@@ -117,7 +123,7 @@ func (sv *supervision) newClient() (*csi.Client, error) {
 		if pt, ok := sv.task.(driver.PluginTask); ok {
 			if conn, ok := pt.Dispensed().(grpc.ClientConnInterface); ok {
 				ccfg.Conn = conn
-				sv.borrowed = true
+				sv.conn = conn
 			}
 		}
 	}
@@ -169,7 +175,7 @@ func (sv *supervision) waitReady(ctx context.Context, client *csi.Client) (*csip
 	cfg := sv.s.cfg
 	hctx, cancel := context.WithTimeout(ctx, sv.s.healthTimeout)
 	defer cancel()
-	if !sv.borrowed {
+	if sv.conn == nil {
 		release, err := waitForSocket(hctx, sv.socket)
 		sv.bg.Go(release)
 		if err != nil {

@@ -2,11 +2,16 @@ package csiplugin
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/jobspec"
@@ -164,4 +169,61 @@ func procCmdline(t testing.TB, pid int) []string {
 		t.Fatal(err)
 	}
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+}
+
+// loans records what the supervisor lends: socket → connection on loan.
+type loans struct {
+	mu  sync.Mutex
+	out map[string]grpc.ClientConnInterface
+}
+
+func (l *loans) Lend(socket string, conn grpc.ClientConnInterface) func() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.out[socket] = conn
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		delete(l.out, socket)
+	}
+}
+
+func (l *loans) onLoan() map[string]grpc.ClientConnInterface {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.out)
+}
+
+// A go_plugin task's go-plugin connection is lent (to the CSI manager, in
+// the agent) before the plugin is registered, and withdrawn when the task
+// stops; a raw_exec task has no connection to lend.
+func TestGoPluginConnectionLent(t *testing.T) {
+	for _, drv := range drivers {
+		t.Run(drv, func(t *testing.T) {
+			l := &loans{out: map[string]grpc.ClientConnInterface{}}
+			a := newAgent(t, "", agentOpts{conns: l})
+			ar := a.run(pluginJob("csi", drv, jobspec.CSIPluginTypeNode, nil))
+			a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+			p := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
+			got := l.onLoan()
+			if drv == jobspec.DriverRawExec {
+				if len(got) != 0 {
+					t.Fatalf("raw_exec task lent %v", got)
+				}
+				return
+			}
+			conn, ok := got[p.ConnectionInfo.SocketPath]
+			if !ok || len(got) != 1 {
+				t.Fatalf("on loan %v, want the registered socket %s", got, p.ConnectionInfo.SocketPath)
+			}
+			h, _ := conn.(*grpc.ClientConn)
+			if h == nil || h.GetState() == connectivity.Shutdown {
+				t.Fatalf("lent connection %T is not an open go-plugin connection", conn)
+			}
+			a.stop(ar)
+			if got := l.onLoan(); len(got) != 0 {
+				t.Fatalf("still on loan after the task stopped: %v", got)
+			}
+		})
+	}
 }
