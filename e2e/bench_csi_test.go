@@ -29,7 +29,7 @@ func BenchmarkCSIJobRunToHealthy(b *testing.B) {
 	mockcsi := testbin.MustPath(b, "mockcsi")
 	bareDir := e.root + "/bare"
 	ctx := context.Background()
-	var agentTotal, bareTotal time.Duration
+	var vs vsBare
 	n := 0
 	for b.Loop() {
 		b.StopTimer()
@@ -55,7 +55,7 @@ func BenchmarkCSIJobRunToHealthy(b *testing.B) {
 				healthy[ev.Payload.PluginType] = ev.Type == "PluginHealthy"
 			}
 		}
-		agentTotal += time.Since(start)
+		agentTook := time.Since(start)
 		b.StopTimer()
 		_ = es.Close()
 
@@ -64,7 +64,7 @@ func BenchmarkCSIJobRunToHealthy(b *testing.B) {
 		// (reusing one dir made the bare side a warm start).
 		start = time.Now()
 		kill := bareFirstRPC(b, mockcsi, fmt.Sprintf("%s/%d", bareDir, n))
-		bareTotal += time.Since(start)
+		vs.add(agentTook, time.Since(start))
 		kill()
 
 		if err := a.client.StopJob(ctx, id, true); err != nil {
@@ -72,7 +72,7 @@ func BenchmarkCSIJobRunToHealthy(b *testing.B) {
 		}
 		b.StartTimer()
 	}
-	reportVsBare(b, n, agentTotal, bareTotal)
+	vs.report(b)
 }
 
 // bareFirstRPC launches mockcsi with go-plugin alone and answers once it
