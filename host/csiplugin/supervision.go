@@ -225,15 +225,24 @@ func (sv *supervision) waitReady(ctx context.Context, client *csi.Client) (*csip
 	}
 }
 
-// check is one readiness check: Probe, then GetPluginInfo, which also says
-// what to register.
+// check is one readiness check: Probe and GetPluginInfo, which also says
+// what to register. Both go out at once (one round trip on the path from
+// launch to registration); Probe's answer is judged first.
 func (sv *supervision) check(ctx context.Context, client *csi.Client) (*csipb.GetPluginInfoResponse, error) {
-	if err := sv.probe(ctx, client); err != nil {
-		return nil, err
+	var (
+		wg       sync.WaitGroup
+		probeErr error
+		info     *csipb.GetPluginInfoResponse
+		infoErr  error
+	)
+	wg.Go(func() { probeErr = sv.probe(ctx, client) })
+	wg.Go(func() { info, infoErr = client.GetPluginInfo(ctx, &csipb.GetPluginInfoRequest{}) })
+	wg.Wait()
+	if probeErr != nil {
+		return nil, probeErr
 	}
-	info, err := client.GetPluginInfo(ctx, &csipb.GetPluginInfoRequest{})
-	if err != nil {
-		return nil, err
+	if infoErr != nil {
+		return nil, infoErr
 	}
 	if info.GetVendorVersion() == "" {
 		return nil, fmt.Errorf("GetPluginInfo of %s: empty vendor_version (required by the CSI spec)", sv.socket)
