@@ -147,12 +147,20 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// close is the incarnation's end: runners let go, tasks keep running.
+// close is the incarnation's end: runners let go, tasks keep running. The
+// socket dirs of allocations that no later incarnation destroys (a test
+// that ends with the agent down) are removed when the test ends: for a
+// long t.TempDir they lie outside it, under the short fallback root.
 func (a *agent) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, ar := range a.runners {
 		_ = ar.Shutdown(ctx)
+		dir := ar.SocketDir()
+		a.t.Cleanup(func() {
+			_ = os.RemoveAll(dir)
+			_ = os.Remove(filepath.Dir(dir)) // the root, if nothing else uses it
+		})
 	}
 	a.runners = nil
 	if a.watcher != nil {
