@@ -19,6 +19,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	defer testbin.Cleanup()
 	var err error
 	if mockcsiBin, err = testbin.Path("mockcsi"); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -74,6 +74,26 @@ func Path(name string) (string, error) {
 	return r.path, r.err
 }
 
+// Cleanup removes the binaries Path built (never prebuilt ones). Without
+// it every test process that builds would leave a directory of binaries
+// in $TMPDIR.
+func Cleanup() {
+	mu.Lock()
+	defer mu.Unlock()
+	if tmp != "" {
+		_ = os.RemoveAll(tmp)
+		tmp = ""
+		built = map[string]*result{}
+	}
+}
+
+// Main runs a package's tests and then Cleanup. A package whose tests call
+// Path has TestMain(m) { os.Exit(testbin.Main(m)) }.
+func Main(m interface{ Run() int }) int {
+	defer Cleanup()
+	return m.Run()
+}
+
 // MustPath is Path for tests: it fails the test on error.
 func MustPath(t interface {
 	Helper()
