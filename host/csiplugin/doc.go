@@ -23,7 +23,12 @@
 // A go_plugin task's supervision borrows the driver's go-plugin gRPC
 // connection (driver.PluginTask.Dispensed) instead of dialing the socket
 // again: the handshake proved the socket live, so step 1 below is skipped,
-// and every plugin costs one connection instead of two.
+// and every plugin costs one connection instead of two. The driver's
+// identity check asked GetPluginInfo and Probe moments before
+// (driver.CSIIdentity); if that said ready, step 2 takes its answers
+// instead of asking again. The supervision lends the connection to the CSI
+// manager (Config.Conns) before it registers, so the fingerprint the
+// registration starts needs no dial either.
 //
 // Poststart starts one supervision goroutine for the launch and returns at
 // once. The runner calls poststart hooks on its own goroutine before it

@@ -94,7 +94,13 @@ func (sv *supervision) run(ctx context.Context) {
 		// Probe says how it is now, then the heartbeat goes on. After a
 		// restart of a hundred plugins this is one RPC each instead of a
 		// connection, socket checks and two RPCs.
-		err := sv.probe(ctx, client)
+		var err error
+		if id := sv.launchIdentity(); id != nil {
+			// The driver probed it while re-attaching, a moment ago.
+			err = probeResult(id.Probe, id.ProbeErr)
+		} else {
+			err = sv.probe(ctx, client)
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -191,6 +197,14 @@ func (sv *supervision) waitReady(ctx context.Context, client *csi.Client) (*csip
 			return nil, fmt.Errorf("plugin never accepted connections: %w", err)
 		}
 	}
+	if id := sv.launchIdentity(); id != nil {
+		// The go_plugin driver asked Probe and GetPluginInfo as its
+		// identity check, just before the launch was recorded: if that
+		// said ready, there is nothing to ask again.
+		if info, err := checkResult(id.Probe, id.ProbeErr, id.Info, nil, sv.socket); err == nil {
+			return info, nil
+		}
+	}
 	wait := cfg.ReadyBackoffMin
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -231,21 +245,27 @@ func (sv *supervision) waitReady(ctx context.Context, client *csi.Client) (*csip
 func (sv *supervision) check(ctx context.Context, client *csi.Client) (*csipb.GetPluginInfoResponse, error) {
 	var (
 		wg       sync.WaitGroup
+		probe    *csipb.ProbeResponse
 		probeErr error
 		info     *csipb.GetPluginInfoResponse
 		infoErr  error
 	)
-	wg.Go(func() { probeErr = sv.probe(ctx, client) })
+	wg.Go(func() { probe, probeErr = client.Probe(ctx, &csipb.ProbeRequest{}) })
 	wg.Go(func() { info, infoErr = client.GetPluginInfo(ctx, &csipb.GetPluginInfoRequest{}) })
 	wg.Wait()
-	if probeErr != nil {
-		return nil, probeErr
+	return checkResult(probe, probeErr, info, infoErr, sv.socket)
+}
+
+// checkResult judges a readiness check's answers, Probe's first.
+func checkResult(probe *csipb.ProbeResponse, probeErr error, info *csipb.GetPluginInfoResponse, infoErr error, socket string) (*csipb.GetPluginInfoResponse, error) {
+	if err := probeResult(probe, probeErr); err != nil {
+		return nil, err
 	}
 	if infoErr != nil {
 		return nil, infoErr
 	}
 	if info.GetVendorVersion() == "" {
-		return nil, fmt.Errorf("GetPluginInfo of %s: empty vendor_version (required by the CSI spec)", sv.socket)
+		return nil, fmt.Errorf("GetPluginInfo of %s: empty vendor_version (required by the CSI spec)", socket)
 	}
 	return info, nil
 }
@@ -254,11 +274,27 @@ func (sv *supervision) check(ctx context.Context, client *csi.Client) (*csipb.Ge
 // unset ready means ready (spec).
 func (sv *supervision) probe(ctx context.Context, client *csi.Client) error {
 	resp, err := client.Probe(ctx, &csipb.ProbeRequest{})
+	return probeResult(resp, err)
+}
+
+// probeResult judges a Probe answer.
+func probeResult(resp *csipb.ProbeResponse, err error) error {
 	if err != nil {
 		return err
 	}
 	if r := resp.GetReady(); r != nil && !r.GetValue() {
 		return errNotReady
+	}
+	return nil
+}
+
+// launchIdentity is what the go_plugin driver's identity check learnt when
+// it launched or re-attached this task; nil for other drivers.
+func (sv *supervision) launchIdentity() *driver.CSIIdentity {
+	if pt, ok := sv.task.(driver.PluginTask); ok {
+		if id, ok := pt.Identity().(*driver.CSIIdentity); ok {
+			return id
+		}
 	}
 	return nil
 }

@@ -122,4 +122,7 @@ type PluginTask interface {
 	// Dispensed is what dispensing the plugin returned (for the sdk's "csi"
 	// plugin: a *grpc.ClientConn).
 	Dispensed() any
+	// Identity is what the driver's identity check returned when the
+	// plugin was launched or re-attached (for CSI: a *CSIIdentity).
+	Identity() any
 }

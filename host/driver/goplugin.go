@@ -33,10 +33,11 @@ type GoPluginConfig struct {
 	PluginSets map[int]plugin.PluginSet
 	// Dispense names the plugin to dispense (sdk.PluginCSI).
 	Dispense string
-	// Identify is the identity RPC that must succeed before a launched or
-	// re-attached plugin is trusted. Nil means CSI GetPluginInfo on the
-	// dispensed *grpc.ClientConn.
-	Identify func(ctx context.Context, dispensed any) error
+	// Identify is the identity check that must succeed before a launched
+	// or re-attached plugin is trusted. What it returns is kept as the
+	// task's Identity, so that hooks need not ask the plugin again. Nil
+	// means CSIIdentify.
+	Identify func(ctx context.Context, dispensed any) (identity any, err error)
 	// StartTimeout bounds launch + handshake when ctx has no deadline.
 	StartTimeout time.Duration
 	Logger       hclog.Logger
@@ -64,20 +65,40 @@ func NewGoPlugin(cfg GoPluginConfig) (*GoPlugin, error) {
 	return &GoPlugin{cfg: cfg}, nil
 }
 
-// CSIIdentify calls CSI GetPluginInfo on a dispensed *grpc.ClientConn.
-func CSIIdentify(ctx context.Context, dispensed any) error {
+// CSIIdentity is what CSIIdentify learnt: the plugin's GetPluginInfo
+// answer and, asked at the same time, its Probe (which may fail or say not
+// ready: a plugin still starting is not an identity failure). The CSI
+// supervisor uses it instead of asking both again right after the launch.
+type CSIIdentity struct {
+	Info     *csipb.GetPluginInfoResponse
+	Probe    *csipb.ProbeResponse
+	ProbeErr error
+}
+
+// CSIIdentify calls CSI GetPluginInfo, and Probe alongside, on a dispensed
+// *grpc.ClientConn; it returns a *CSIIdentity.
+func CSIIdentify(ctx context.Context, dispensed any) (any, error) {
 	conn, ok := dispensed.(grpc.ClientConnInterface)
 	if !ok {
-		return fmt.Errorf("identity check: dispensed %T, want a gRPC connection", dispensed)
+		return nil, fmt.Errorf("identity check: dispensed %T, want a gRPC connection", dispensed)
 	}
-	resp, err := csipb.NewIdentityClient(conn).GetPluginInfo(ctx, &csipb.GetPluginInfoRequest{})
+	client := csipb.NewIdentityClient(conn)
+	id := &CSIIdentity{}
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		id.Probe, id.ProbeErr = client.Probe(ctx, &csipb.ProbeRequest{})
+	}()
+	info, err := client.GetPluginInfo(ctx, &csipb.GetPluginInfoRequest{})
+	<-probed
 	if err != nil {
-		return fmt.Errorf("identity check: GetPluginInfo: %w", err)
+		return nil, fmt.Errorf("identity check: GetPluginInfo: %w", err)
 	}
-	if resp.GetName() == "" {
-		return errors.New("identity check: GetPluginInfo returned no name")
+	if info.GetName() == "" {
+		return nil, errors.New("identity check: GetPluginInfo returned no name")
 	}
-	return nil
+	id.Info = info
+	return id, nil
 }
 
 // Name implements Driver.
@@ -166,14 +187,15 @@ func (d *GoPlugin) finish(ctx context.Context, client *plugin.Client, p func() *
 	}
 	ictx, cancel := context.WithTimeout(ctx, d.timeout(ctx))
 	defer cancel()
-	if err := d.cfg.Identify(ictx, raw); err != nil {
+	identity, err := d.cfg.Identify(ictx, raw)
+	if err != nil {
 		return nil, err
 	}
 	pp := p()
 	if pp == nil {
 		return nil, errors.New("plugin process unknown")
 	}
-	return &pluginTask{p: pp, client: client, dispensed: raw, detached: make(chan struct{})}, nil
+	return &pluginTask{p: pp, client: client, dispensed: raw, identity: identity, detached: make(chan struct{})}, nil
 }
 
 // Recover implements Driver: start time first, then go-plugin's reattach
@@ -235,6 +257,7 @@ type pluginTask struct {
 	p         *proc
 	client    *plugin.Client
 	dispensed any
+	identity  any
 	handle    *Handle
 	stdout    io.Closer
 
@@ -247,6 +270,7 @@ func (t *pluginTask) Done() <-chan struct{}           { return t.p.done }
 func (t *pluginTask) Result() *ExitResult             { return t.p.Result() }
 func (t *pluginTask) Signal(sig syscall.Signal) error { return t.p.signalGroup(sig) }
 func (t *pluginTask) Dispensed() any                  { return t.dispensed }
+func (t *pluginTask) Identity() any                   { return t.identity }
 
 // Kill signals the group itself (kill_signal, then SIGKILL) rather than
 // relying on go-plugin's Kill, whose graceful path waits a fixed 2 s; then it

@@ -77,6 +77,7 @@ func TestGoPluginStartReattachKill(t *testing.T) {
 	if got := pluginName(t, task.Dispensed()); got != "testplugin.pluginhost" {
 		t.Fatalf("GetPluginInfo name %q", got)
 	}
+	assertIdentity(t, task)
 	h := task.Handle()
 	if h.Reattach == nil || h.Reattach.ProtocolVersion != sdk.ProtocolVersion || h.Reattach.Network != "unix" {
 		t.Fatalf("reattach record %+v", h.Reattach)
@@ -97,6 +98,7 @@ func TestGoPluginStartReattachKill(t *testing.T) {
 	if got := pluginName(t, re.(PluginTask).Dispensed()); got != "testplugin.pluginhost" {
 		t.Fatalf("after reattach GetPluginInfo name %q", got)
 	}
+	assertIdentity(t, re.(PluginTask))
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := re.Kill(ctx, syscall.SIGTERM, 5*time.Second); err != nil {
@@ -195,5 +197,18 @@ func TestGoPluginReattachUnreachableKills(t *testing.T) {
 	}
 	if res := waitDone(t, task, 10*time.Second); res.Signal != int(syscall.SIGKILL) {
 		t.Fatalf("unreachable plugin ended with %+v, want SIGKILL", res)
+	}
+}
+
+// assertIdentity checks what the identity check kept: GetPluginInfo's
+// answer and the Probe asked alongside it.
+func assertIdentity(t *testing.T, task PluginTask) {
+	t.Helper()
+	id, ok := task.Identity().(*CSIIdentity)
+	if !ok {
+		t.Fatalf("identity %T, want *CSIIdentity", task.Identity())
+	}
+	if id.Info.GetName() != "testplugin.pluginhost" || id.ProbeErr != nil || id.Probe == nil {
+		t.Fatalf("identity: info %v, probe %v, probe error %v", id.Info, id.Probe, id.ProbeErr)
 	}
 }
