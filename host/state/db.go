@@ -51,8 +51,6 @@ type DB struct {
 	bolt    *bbolt.DB
 	log     hclog.Logger
 	version int
-	// commits merges concurrent writes into shared transactions.
-	commits *committer
 }
 
 // Open opens or creates the state file at path, takes its lock, and upgrades
@@ -105,7 +103,6 @@ func (db *DB) open(timeout time.Duration, migrations []migration, fresh bool) er
 		return err
 	}
 	db.bolt = b
-	db.commits = &committer{bolt: b}
 	if err := db.setup(migrations); err != nil {
 		_ = b.Close()
 		return err
@@ -232,19 +229,12 @@ func (db *DB) Close() error {
 // update runs fn in one write transaction, committed (and fsynced) before it
 // returns. A panic inside bbolt, which means a damaged page, becomes an
 // error: bbolt has already rolled the transaction back by then.
-func (db *DB) update(op string, fn func(tx *bbolt.Tx) error) error {
-	if err := db.commits.update(fn, db.panicError(op)); err != nil {
+func (db *DB) update(op string, fn func(tx *bbolt.Tx) error) (err error) {
+	defer db.recoverInto(op, &err)
+	if err := db.bolt.Update(fn); err != nil {
 		return fmt.Errorf("%s in state file %s: %w", op, db.path, err)
 	}
 	return nil
-}
-
-// panicError turns a bbolt panic during op into ErrCorrupt.
-func (db *DB) panicError(op string) func(r any) error {
-	return func(r any) error {
-		db.log.Error("bbolt panicked; the state file is damaged", "op", op, "panic", r)
-		return fmt.Errorf("%w: %v", ErrCorrupt, r)
-	}
 }
 
 // view runs fn in one read transaction; see update for panics.

@@ -15,14 +15,6 @@
 // the record survives a crash. Reads see a consistent snapshot. *DB is safe
 // for concurrent use; bbolt serialises writers.
 //
-// Writers that arrive while a commit is in flight share the next
-// transaction (group commit, commit.go): one fsync pair for all of them.
-// A writer alone commits at once, so a single write costs no extra latency;
-// after an agent restart a hundred task runners recording "Reattached" cost
-// a handful of commits instead of a hundred. A function in a shared
-// transaction must be a pure write to it (every Tx method is): if another
-// one fails, it is run again in a transaction of its own.
-//
 // A commit's cost is its fsyncs, not its size, so records that are written
 // together should be committed together: Update runs a function with a Tx
 // whose methods (PutAlloc, PutTaskState, PutTaskHandle, DeleteTaskHandle,

@@ -29,7 +29,8 @@ func (db *DB) Update(fn func(tx *Tx) error) (err error) {
 	if fn == nil {
 		return fmt.Errorf("state file %s: update without a function", db.path)
 	}
-	if err := db.commits.update(func(btx *bbolt.Tx) error { return fn(&Tx{tx: btx}) }, db.panicError("update")); err != nil {
+	defer db.recoverInto("update", &err)
+	if err := db.bolt.Update(func(btx *bbolt.Tx) error { return fn(&Tx{tx: btx}) }); err != nil {
 		return fmt.Errorf("state file %s: %w", db.path, err)
 	}
 	return nil
