@@ -282,6 +282,16 @@ func handle(t testing.TB, ar *taskrunner.AllocRunner, task string) *state.TaskHa
 
 // pluginJob is a service job with one mockcsi task of the given driver
 // and csi_plugin type. env adds fault injection.
+// healthyPlugin starts an agent with opts, runs mockcsi under drv as a
+// csi_plugin of type typ, and waits until it is healthy.
+func healthyPlugin(t *testing.T, drv, typ string, opts agentOpts) (*agent, *taskrunner.AllocRunner) {
+	t.Helper()
+	a := newAgent(t, "", opts)
+	ar := a.run(pluginJob("csi", drv, typ, nil))
+	a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+	return a, ar
+}
+
 func pluginJob(id, drv, typ string, env map[string]string, args ...string) *jobspec.Job {
 	return &jobspec.Job{
 		ID: id, Name: id, Type: jobspec.JobTypeService, Datacenters: []string{"dc1"},

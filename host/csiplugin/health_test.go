@@ -97,9 +97,7 @@ func TestNotReadyWithinHealthTimeout(t *testing.T) {
 // thaws. It stays registered: as in Nomad, the heartbeat informs and the CSI
 // manager fingerprints health on its own.
 func TestHeartbeatHealthEvents(t *testing.T) {
-	a := newAgent(t, "", agentOpts{probeInterval: 50 * time.Millisecond, probeTimeout: 200 * time.Millisecond})
-	ar := a.run(pluginJob("csi", jobspec.DriverGoPlugin, jobspec.CSIPluginTypeNode, nil))
-	a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+	a, ar := healthyPlugin(t, jobspec.DriverGoPlugin, jobspec.CSIPluginTypeNode, agentOpts{probeInterval: 50 * time.Millisecond, probeTimeout: 200 * time.Millisecond})
 	h := handle(t, ar, "plugin")
 	if err := unix.Kill(h.Pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

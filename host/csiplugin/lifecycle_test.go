@@ -112,9 +112,7 @@ func TestAgentRestartKeepsRegistration(t *testing.T) {
 	for _, drv := range drivers {
 		t.Run(drv, func(t *testing.T) {
 			t.Parallel()
-			a := newAgent(t, "", agentOpts{})
-			ar := a.run(pluginJob("csi", drv, jobspec.CSIPluginTypeNode, nil))
-			a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+			a, ar := healthyPlugin(t, drv, jobspec.CSIPluginTypeNode, agentOpts{})
 			h := handle(t, ar, "plugin")
 			before := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
 
@@ -157,9 +155,7 @@ func TestAgentRestartRegistersWhatTheStoreLacks(t *testing.T) {
 	for _, drv := range drivers {
 		t.Run(drv, func(t *testing.T) {
 			t.Parallel()
-			a := newAgent(t, "", agentOpts{})
-			ar := a.run(pluginJob("csi", drv, jobspec.CSIPluginTypeMonolith, nil))
-			a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+			a, ar := healthyPlugin(t, drv, jobspec.CSIPluginTypeMonolith, agentOpts{})
 			before := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
 			b := a.restart(func(b *agent) {
 				// Only the controller half of the monolith was stored.
@@ -187,9 +183,7 @@ func TestDiedWhileAgentDown(t *testing.T) {
 	for _, drv := range drivers {
 		t.Run(drv, func(t *testing.T) {
 			t.Parallel()
-			a := newAgent(t, "", agentOpts{})
-			ar := a.run(pluginJob("csi", drv, jobspec.CSIPluginTypeNode, nil))
-			a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+			a, ar := healthyPlugin(t, drv, jobspec.CSIPluginTypeNode, agentOpts{})
 			h := handle(t, ar, "plugin")
 			a.close()
 			if err := unix.Kill(h.Pid, syscall.SIGKILL); err != nil {

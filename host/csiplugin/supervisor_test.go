@@ -201,9 +201,7 @@ func TestGoPluginConnectionLent(t *testing.T) {
 	for _, drv := range drivers {
 		t.Run(drv, func(t *testing.T) {
 			l := &loans{out: map[string]grpc.ClientConnInterface{}}
-			a := newAgent(t, "", agentOpts{conns: l})
-			ar := a.run(pluginJob("csi", drv, jobspec.CSIPluginTypeNode, nil))
-			a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+			a, ar := healthyPlugin(t, drv, jobspec.CSIPluginTypeNode, agentOpts{conns: l})
 			p := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
 			got := l.onLoan()
 			if drv == jobspec.DriverRawExec {
