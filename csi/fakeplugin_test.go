@@ -43,8 +43,9 @@ type fakePlugin struct {
 	hang  map[string]chan struct{}
 	calls map[string]int
 
-	// probed receives a value for every Probe call, if a test wants to
-	// wait for them (buffered; sends never block the server).
+	// probed receives a value for every Probe call, once the call has read
+	// the knobs, if a test wants to wait for them (buffered; sends never
+	// block the server).
 	probed chan struct{}
 	// entered, when set, receives the method name of every call as it
 	// arrives (buffered by the test), before any hang.
@@ -103,6 +104,14 @@ func (p *fakePlugin) enter(ctx context.Context, method string) error {
 	if p.entered != nil {
 		p.entered <- method
 	}
+	if method == "Probe" {
+		// Signalled once this call's knobs are read: a test that turns a
+		// knob on receipt changes the next call, never this one.
+		select {
+		case p.probed <- struct{}{}:
+		default:
+		}
+	}
 	var code codes.Code
 	if c, ok := p.always[method]; ok {
 		code = c
@@ -142,10 +151,6 @@ func (p *fakePlugin) GetPluginCapabilities(ctx context.Context, _ *csipb.GetPlug
 }
 
 func (p *fakePlugin) Probe(ctx context.Context, _ *csipb.ProbeRequest) (*csipb.ProbeResponse, error) {
-	select {
-	case p.probed <- struct{}{}:
-	default:
-	}
 	if err := p.enter(ctx, "Probe"); err != nil {
 		return nil, err
 	}
