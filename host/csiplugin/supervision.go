@@ -42,8 +42,8 @@ type supervision struct {
 	restartTask func(reason string)
 	socket      string
 	restored    bool
-	// conn is the go-plugin connection client borrows, nil if the client
-	// dials its own.
+	// conn is the go-plugin connection the client borrows (set by
+	// newClient), nil if the client dials its own.
 	conn   grpc.ClientConnInterface
 	logger hclog.Logger
 
@@ -90,10 +90,11 @@ func (sv *supervision) run(ctx context.Context) {
 	if sv.restored && sv.stillRegistered() {
 		// The same process (the driver checked pid and start time)
 		// registered before the agent went down, and the registry was
-		// restored from the store: nothing to wait for or register. One
-		// Probe says how it is now, then the heartbeat goes on. After a
-		// restart of a hundred plugins this is one RPC each instead of a
-		// connection, socket checks and two RPCs.
+		// restored from the store: nothing to wait for or register. The
+		// driver's re-attach probe (go_plugin) or one Probe (raw_exec)
+		// says how it is now, then the heartbeat goes on. After a restart
+		// of a hundred sdk plugins that is no RPC at all instead of a
+		// connection, socket checks and two RPCs each.
 		var err error
 		if id := sv.launchIdentity(); id != nil {
 			// The driver probed it while re-attaching, a moment ago.
