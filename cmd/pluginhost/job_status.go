@@ -25,22 +25,7 @@ Usage: pluginhost job status [-json] [-verbose] [JOB]
 }
 
 func (c *JobStatusCommand) Run(args []string) int {
-	fs := c.flagSet("job status", true, true)
-	if !c.parse(fs, args) {
-		return 1
-	}
-	if fs.NArg() > 1 {
-		return c.usageError("job status", "This command takes at most one argument: a job ID")
-	}
-	client, err := c.client()
-	if err != nil {
-		return c.fail("connecting to the agent", err)
-	}
-	defer client.Close()
-	if fs.NArg() == 0 {
-		return c.list(client)
-	}
-	return c.show(client, fs.Arg(0))
+	return c.runListOrShow("job status", "a job ID", args, c.list, c.show)
 }
 
 func (c *JobStatusCommand) list(client *api.Client) int {

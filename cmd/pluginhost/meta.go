@@ -118,6 +118,28 @@ func (m *Meta) fail(doing string, err error) int {
 }
 
 // outputJSON prints v indented, as -json asks.
+// runListOrShow is the Run of a "status" command: with no argument it
+// lists (list), with one it shows that object (show). what names the
+// argument in the usage error ("a job ID").
+func (m *Meta) runListOrShow(name, what string, args []string, list func(*api.Client) int, show func(*api.Client, string) int) int {
+	fs := m.flagSet(name, true, true)
+	if !m.parse(fs, args) {
+		return 1
+	}
+	if fs.NArg() > 1 {
+		return m.usageError(name, "This command takes at most one argument: "+what)
+	}
+	client, err := m.client()
+	if err != nil {
+		return m.fail("connecting to the agent", err)
+	}
+	defer client.Close()
+	if fs.NArg() == 0 {
+		return list(client)
+	}
+	return show(client, fs.Arg(0))
+}
+
 func (m *Meta) outputJSON(v any) int {
 	b, err := json.MarshalIndent(v, "", "    ")
 	if err != nil {

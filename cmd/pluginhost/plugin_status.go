@@ -33,22 +33,7 @@ Usage: pluginhost plugin status [-json] [-verbose] [ID]
 }
 
 func (c *PluginStatusCommand) Run(args []string) int {
-	fs := c.flagSet("plugin status", true, true)
-	if !c.parse(fs, args) {
-		return 1
-	}
-	if fs.NArg() > 1 {
-		return c.usageError("plugin status", "This command takes at most one argument: a plugin ID")
-	}
-	client, err := c.client()
-	if err != nil {
-		return c.fail("connecting to the agent", err)
-	}
-	defer client.Close()
-	if fs.NArg() == 0 {
-		return c.list(client)
-	}
-	return c.show(client, fs.Arg(0))
+	return c.runListOrShow("plugin status", "a plugin ID", args, c.list, c.show)
 }
 
 func (c *PluginStatusCommand) list(client *api.Client) int {
