@@ -135,23 +135,5 @@ func BenchmarkCSIRestart(b *testing.B) {
 			return n == restartPlugins, nil
 		}
 	}
-	a.mustWait("all plugins healthy", 5*time.Minute, allHealthy(a), api.TopicPlugin)
-	pids := topMarked(m)
-	if len(pids) != restartPlugins {
-		b.Fatalf("%d plugin processes, want %d", len(pids), restartPlugins)
-	}
-	i := 0
-	for b.Loop() {
-		i++
-		b.StopTimer()
-		a.kill()
-		b.StartTimer()
-		a = e.start()
-		a.mustWait("all plugins healthy again", 5*time.Minute, allHealthy(a), api.TopicPlugin)
-		b.StopTimer()
-		if got := topMarked(m); !sameSet(got, pids) {
-			b.Fatalf("after restart %d: %d plugin processes, not the %d adopted ones", i, len(got), len(pids))
-		}
-		b.StartTimer()
-	}
+	restartLoop(b, e, a, m, restartPlugins, "plugins healthy", api.TopicPlugin, allHealthy, nil)
 }

@@ -138,13 +138,29 @@ func BenchmarkAgentRestart(b *testing.B) {
 			return n == restartTasks, nil
 		}
 	}
-	a.mustWait("all tasks running", 5*time.Minute, allRunning(a), api.TopicAllocation)
-	pids := topMarked(m)
-	if len(pids) != restartTasks {
-		b.Fatalf("%d task processes, want %d", len(pids), restartTasks)
-	}
-
 	var rss int64
+	restartLoop(b, e, a, m, restartTasks, "tasks running", api.TopicAllocation, allRunning, func(a *agentProc) {
+		rss = vmRSS(b, a.pid())
+	})
+	b.ReportMetric(float64(rss-baseRSS)/restartTasks, "KiB-rss/task")
+	b.ReportMetric(float64(rss), "KiB-rss")
+	b.ReportMetric(float64(baseRSS), "KiB-rss-idle")
+}
+
+// restartLoop waits until ready holds for the agent a, notes the n
+// processes carrying marker, then b.N times kills the agent with SIGKILL and
+// times a new one from exec until ready holds again (ready is re-evaluated
+// on every event of topic). After each restart the marked processes must be
+// exactly the first ones (re-adopted, none relaunched); after, if not nil,
+// runs untimed on the new agent.
+func restartLoop(b *testing.B, e *env, a *agentProc, marker string, n int, what, topic string,
+	ready func(*agentProc) func(context.Context) (bool, error), after func(*agentProc)) {
+	b.Helper()
+	a.mustWait("all "+what, 5*time.Minute, ready(a), topic)
+	pids := topMarked(marker)
+	if len(pids) != n {
+		b.Fatalf("%d marked processes, want %d", len(pids), n)
+	}
 	i := 0
 	for b.Loop() {
 		i++
@@ -152,17 +168,16 @@ func BenchmarkAgentRestart(b *testing.B) {
 		a.kill()
 		b.StartTimer()
 		a = e.start()
-		a.mustWait("all tasks re-adopted", 5*time.Minute, allRunning(a), api.TopicAllocation)
+		a.mustWait("all "+what+" again", 5*time.Minute, ready(a), topic)
 		b.StopTimer()
-		rss = vmRSS(b, a.pid())
-		if got := topMarked(m); !sameSet(got, pids) {
-			b.Fatalf("after restart %d: %d task processes, not the %d adopted ones", i, len(got), len(pids))
+		if after != nil {
+			after(a)
+		}
+		if got := topMarked(marker); !sameSet(got, pids) {
+			b.Fatalf("after restart %d: %d marked processes, not the %d adopted ones", i, len(got), len(pids))
 		}
 		b.StartTimer()
 	}
-	b.ReportMetric(float64(rss-baseRSS)/restartTasks, "KiB-rss/task")
-	b.ReportMetric(float64(rss), "KiB-rss")
-	b.ReportMetric(float64(baseRSS), "KiB-rss-idle")
 }
 
 // vmRSS reads a process's resident set in KiB.
