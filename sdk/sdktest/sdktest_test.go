@@ -25,20 +25,7 @@ import (
 
 var bins *testbins.Bins
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	b, err := testbins.Build()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(b.Dir)
-	bins = b
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(testbins.Main(m, &bins)) }
 
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

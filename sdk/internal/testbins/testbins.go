@@ -45,3 +45,16 @@ func Build() (*Bins, error) {
 		MinPlugin:  filepath.Join(dir, "minplugin"),
 	}, nil
 }
+
+// Main builds the binaries into *bins, runs the package's tests and removes
+// the binaries: TestMain(m) { os.Exit(testbins.Main(m, &bins)) }.
+func Main(m interface{ Run() int }, bins **Bins) int {
+	b, err := Build()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(b.Dir)
+	*bins = b
+	return m.Run()
+}
