@@ -282,6 +282,16 @@ func handle(t testing.TB, ar *taskrunner.AllocRunner, task string) *state.TaskHa
 
 // pluginJob is a service job with one mockcsi task of the given driver
 // and csi_plugin type. env adds fault injection.
+// eachDriver runs f as a parallel subtest for each driver.
+func eachDriver(t *testing.T, f func(t *testing.T, drv string)) {
+	for _, drv := range drivers {
+		t.Run(drv, func(t *testing.T) {
+			t.Parallel()
+			f(t, drv)
+		})
+	}
+}
+
 // healthyPlugin starts an agent with opts, runs mockcsi under drv as a
 // csi_plugin of type typ, and waits until it is healthy.
 func healthyPlugin(t *testing.T, drv, typ string, opts agentOpts) (*agent, *taskrunner.AllocRunner) {

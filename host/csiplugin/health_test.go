@@ -16,57 +16,51 @@ import (
 // never registered, and restarted when health_timeout runs out, the reason
 // naming the timeout and the last error.
 func TestProbeFailingRestarts(t *testing.T) {
-	for _, drv := range drivers {
-		t.Run(drv, func(t *testing.T) {
-			t.Parallel()
-			a := newAgent(t, "", agentOpts{})
-			job := pluginJob("csi", drv, jobspec.CSIPluginTypeNode, map[string]string{"MOCKCSI_PROBE_FAIL": "1"})
-			csiTask(job).CSIPluginConfig.HealthTimeout = 300 * time.Millisecond
-			ar := a.run(job)
-			unhealthy := a.ev.wait(t, ar.ID(), EventPluginUnhealthy, 1)
-			if !strings.Contains(unhealthy.Message, "probe failing on purpose") {
-				t.Errorf("unhealthy event %q does not carry the probe error", unhealthy.Message)
-			}
-			sig := a.ev.wait(t, ar.ID(), taskrunner.EventRestartSignal, 1)
-			if !strings.Contains(sig.Message, "health_timeout 300ms elapsed") || !strings.Contains(sig.Message, "probe failing on purpose") {
-				t.Errorf("restart reason %q", sig.Message)
-			}
-			a.ev.wait(t, ar.ID(), taskrunner.EventRestarting, 1)
-			// The restarted launch is supervised again from scratch.
-			a.ev.wait(t, ar.ID(), EventPluginUnhealthy, 2)
-			if n := len(a.ev.matching(ar.ID(), EventPluginHealthy)); n != 0 {
-				t.Errorf("%d healthy events", n)
-			}
-			notRegistered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
-		})
-	}
+	eachDriver(t, func(t *testing.T, drv string) {
+		a := newAgent(t, "", agentOpts{})
+		job := pluginJob("csi", drv, jobspec.CSIPluginTypeNode, map[string]string{"MOCKCSI_PROBE_FAIL": "1"})
+		csiTask(job).CSIPluginConfig.HealthTimeout = 300 * time.Millisecond
+		ar := a.run(job)
+		unhealthy := a.ev.wait(t, ar.ID(), EventPluginUnhealthy, 1)
+		if !strings.Contains(unhealthy.Message, "probe failing on purpose") {
+			t.Errorf("unhealthy event %q does not carry the probe error", unhealthy.Message)
+		}
+		sig := a.ev.wait(t, ar.ID(), taskrunner.EventRestartSignal, 1)
+		if !strings.Contains(sig.Message, "health_timeout 300ms elapsed") || !strings.Contains(sig.Message, "probe failing on purpose") {
+			t.Errorf("restart reason %q", sig.Message)
+		}
+		a.ev.wait(t, ar.ID(), taskrunner.EventRestarting, 1)
+		// The restarted launch is supervised again from scratch.
+		a.ev.wait(t, ar.ID(), EventPluginUnhealthy, 2)
+		if n := len(a.ev.matching(ar.ID(), EventPluginHealthy)); n != 0 {
+			t.Errorf("%d healthy events", n)
+		}
+		notRegistered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
+	})
 }
 
 // ready=false is "still starting": no event while it lasts, a restart with
 // the reason when it outlasts health_timeout.
 func TestNotReadyBeyondHealthTimeout(t *testing.T) {
-	for _, drv := range drivers {
-		t.Run(drv, func(t *testing.T) {
-			t.Parallel()
-			a := newAgent(t, "", agentOpts{})
-			job := pluginJob("csi", drv, jobspec.CSIPluginTypeMonolith, map[string]string{"MOCKCSI_NOT_READY_FOR": "1h"})
-			csiTask(job).CSIPluginConfig.HealthTimeout = 300 * time.Millisecond
-			ar := a.run(job)
-			sig := a.ev.wait(t, ar.ID(), taskrunner.EventRestartSignal, 1)
-			if !strings.Contains(sig.Message, "health_timeout 300ms elapsed: ") || !strings.Contains(sig.Message, "ready=false") {
-				t.Errorf("restart reason %q", sig.Message)
+	eachDriver(t, func(t *testing.T, drv string) {
+		a := newAgent(t, "", agentOpts{})
+		job := pluginJob("csi", drv, jobspec.CSIPluginTypeMonolith, map[string]string{"MOCKCSI_NOT_READY_FOR": "1h"})
+		csiTask(job).CSIPluginConfig.HealthTimeout = 300 * time.Millisecond
+		ar := a.run(job)
+		sig := a.ev.wait(t, ar.ID(), taskrunner.EventRestartSignal, 1)
+		if !strings.Contains(sig.Message, "health_timeout 300ms elapsed: ") || !strings.Contains(sig.Message, "ready=false") {
+			t.Errorf("restart reason %q", sig.Message)
+		}
+		// The unhealthy event comes with the timeout, not before.
+		if evs := a.ev.matching(ar.ID(), EventPluginUnhealthy); len(evs) != 1 || !strings.Contains(evs[0].Message, "ready=false") {
+			for _, e := range evs {
+				t.Errorf("unhealthy event: %s", e.Message)
 			}
-			// The unhealthy event comes with the timeout, not before.
-			if evs := a.ev.matching(ar.ID(), EventPluginUnhealthy); len(evs) != 1 || !strings.Contains(evs[0].Message, "ready=false") {
-				for _, e := range evs {
-					t.Errorf("unhealthy event: %s", e.Message)
-				}
-				t.Errorf("%d unhealthy events", len(evs))
-			}
-			notRegistered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
-			notRegistered(t, a.reg, dynamic.PluginTypeCSIController, ar.ID())
-		})
-	}
+			t.Errorf("%d unhealthy events", len(evs))
+		}
+		notRegistered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
+		notRegistered(t, a.reg, dynamic.PluginTypeCSIController, ar.ID())
+	})
 }
 
 // A plugin that is not ready for a while but within health_timeout is
@@ -74,22 +68,19 @@ func TestNotReadyBeyondHealthTimeout(t *testing.T) {
 // has seen it not ready, so the supervisor must go on probing rather than
 // trust that answer either way.
 func TestNotReadyWithinHealthTimeout(t *testing.T) {
-	for _, drv := range drivers {
-		t.Run(drv, func(t *testing.T) {
-			t.Parallel()
-			a := newAgent(t, "", agentOpts{})
-			job := pluginJob("csi", drv, jobspec.CSIPluginTypeNode, map[string]string{"MOCKCSI_NOT_READY_FOR": "300ms"})
-			ar := a.run(job)
-			a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
-			handle(t, ar, "plugin")
-			registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
-			for _, typ := range []string{taskrunner.EventRestartSignal, EventPluginUnhealthy} {
-				if n := len(a.ev.matching(ar.ID(), typ)); n != 0 {
-					t.Errorf("%d %q events:%s", n, typ, a.ev)
-				}
+	eachDriver(t, func(t *testing.T, drv string) {
+		a := newAgent(t, "", agentOpts{})
+		job := pluginJob("csi", drv, jobspec.CSIPluginTypeNode, map[string]string{"MOCKCSI_NOT_READY_FOR": "300ms"})
+		ar := a.run(job)
+		a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+		handle(t, ar, "plugin")
+		registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
+		for _, typ := range []string{taskrunner.EventRestartSignal, EventPluginUnhealthy} {
+			if n := len(a.ev.matching(ar.ID(), typ)); n != 0 {
+				t.Errorf("%d %q events:%s", n, typ, a.ev)
 			}
-		})
-	}
+		}
+	})
 }
 
 // The heartbeat turns health changes into events: a frozen plugin (SIGSTOP)

@@ -50,29 +50,26 @@ func nextEvents(t testing.TB, ch <-chan *dynamic.Event, want ...string) {
 // restart; the next launch registers anew, and the last exit leaves
 // nothing behind.
 func TestExitDeregisters(t *testing.T) {
-	for _, drv := range drivers {
-		t.Run(drv, func(t *testing.T) {
-			t.Parallel()
-			a := newAgent(t, "", agentOpts{probeInterval: 50 * time.Millisecond})
-			// The RPC after Probe and GetPluginInfo (and go_plugin's identity
-			// call at launch) kills the plugin: the first heartbeat.
-			crash := "2"
-			if drv == jobspec.DriverGoPlugin {
-				crash = "3"
-			}
-			job := pluginJob("csi", drv, jobspec.CSIPluginTypeNode, map[string]string{"MOCKCSI_CRASH_AFTER": crash})
-			job.TaskGroups[0].Restart.Attempts = 1
-			events := subscribe(t, a.reg, dynamic.PluginTypeCSINode)
-			ar := a.run(job)
-			<-ar.Done()
-			id := ar.ID()
-			nextEvents(t, events, "registered "+id, "deregistered "+id, "registered "+id, "deregistered "+id)
-			notRegistered(t, a.reg, dynamic.PluginTypeCSINode, id)
-			if n := len(a.ev.matching(id, EventPluginHealthy)); n != 2 {
-				t.Errorf("%d healthy events, want one per launch:%s", n, a.ev)
-			}
-		})
-	}
+	eachDriver(t, func(t *testing.T, drv string) {
+		a := newAgent(t, "", agentOpts{probeInterval: 50 * time.Millisecond})
+		// The RPC after Probe and GetPluginInfo (and go_plugin's identity
+		// call at launch) kills the plugin: the first heartbeat.
+		crash := "2"
+		if drv == jobspec.DriverGoPlugin {
+			crash = "3"
+		}
+		job := pluginJob("csi", drv, jobspec.CSIPluginTypeNode, map[string]string{"MOCKCSI_CRASH_AFTER": crash})
+		job.TaskGroups[0].Restart.Attempts = 1
+		events := subscribe(t, a.reg, dynamic.PluginTypeCSINode)
+		ar := a.run(job)
+		<-ar.Done()
+		id := ar.ID()
+		nextEvents(t, events, "registered "+id, "deregistered "+id, "registered "+id, "deregistered "+id)
+		notRegistered(t, a.reg, dynamic.PluginTypeCSINode, id)
+		if n := len(a.ev.matching(id, EventPluginHealthy)); n != 2 {
+			t.Errorf("%d healthy events, want one per launch:%s", n, a.ev)
+		}
+	})
 }
 
 // Two allocations of one plugin, as in a rolling update: the newer is
@@ -109,133 +106,121 @@ func TestRollingUpdate(t *testing.T) {
 // registration restored from the store at the same socket and probes it
 // once: the registry keeps the registration as it was and emits nothing.
 func TestAgentRestartKeepsRegistration(t *testing.T) {
-	for _, drv := range drivers {
-		t.Run(drv, func(t *testing.T) {
-			t.Parallel()
-			a, ar := healthyPlugin(t, drv, jobspec.CSIPluginTypeNode, agentOpts{})
-			h := handle(t, ar, "plugin")
-			before := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
+	eachDriver(t, func(t *testing.T, drv string) {
+		a, ar := healthyPlugin(t, drv, jobspec.CSIPluginTypeNode, agentOpts{})
+		h := handle(t, ar, "plugin")
+		before := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
 
-			var events <-chan *dynamic.Event
-			b := a.restart(func(b *agent) {
-				// Restored from the store before any supervisor ran.
-				registered(t, b.reg, dynamic.PluginTypeCSINode, ar.ID())
-				events = subscribe(t, b.reg, dynamic.PluginTypeCSINode)
-			})
-			b.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
-			if n := len(b.ev.matching(ar.ID(), taskrunner.EventReattached)); n != 1 {
-				t.Fatalf("%d reattached events:%s", n, b.ev)
-			}
-			if n := len(b.ev.matching(ar.ID(), taskrunner.EventStarted)); n != 0 {
-				t.Fatalf("plugin relaunched:%s", b.ev)
-			}
-			if h2 := handle(t, b.runners[0], "plugin"); h2.Pid != h.Pid || h2.StartTime != h.StartTime {
-				t.Fatalf("pid %d → %d", h.Pid, h2.Pid)
-			}
-			after := registered(t, b.reg, dynamic.PluginTypeCSINode, ar.ID())
-			if after.Seq != before.Seq || !after.RegisteredAt.Equal(before.RegisteredAt) || after.ConnectionInfo.SocketPath != before.ConnectionInfo.SocketPath {
-				t.Fatalf("registration changed: %+v → %+v", before, after)
-			}
-			// Events of a type are totally ordered: had the re-registration
-			// changed anything, its event would come before the sentinel's.
-			sentinel := &dynamic.PluginInfo{Type: dynamic.PluginTypeCSINode, Name: "sentinel", AllocID: "sentinel",
-				ConnectionInfo: &dynamic.ConnectionInfo{SocketPath: "/nonexistent.sock"}}
-			if err := b.reg.Register(sentinel); err != nil {
-				t.Fatal(err)
-			}
-			nextEvents(t, events, "registered sentinel")
+		var events <-chan *dynamic.Event
+		b := a.restart(func(b *agent) {
+			// Restored from the store before any supervisor ran.
+			registered(t, b.reg, dynamic.PluginTypeCSINode, ar.ID())
+			events = subscribe(t, b.reg, dynamic.PluginTypeCSINode)
 		})
-	}
+		b.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+		if n := len(b.ev.matching(ar.ID(), taskrunner.EventReattached)); n != 1 {
+			t.Fatalf("%d reattached events:%s", n, b.ev)
+		}
+		if n := len(b.ev.matching(ar.ID(), taskrunner.EventStarted)); n != 0 {
+			t.Fatalf("plugin relaunched:%s", b.ev)
+		}
+		if h2 := handle(t, b.runners[0], "plugin"); h2.Pid != h.Pid || h2.StartTime != h.StartTime {
+			t.Fatalf("pid %d → %d", h.Pid, h2.Pid)
+		}
+		after := registered(t, b.reg, dynamic.PluginTypeCSINode, ar.ID())
+		if after.Seq != before.Seq || !after.RegisteredAt.Equal(before.RegisteredAt) || after.ConnectionInfo.SocketPath != before.ConnectionInfo.SocketPath {
+			t.Fatalf("registration changed: %+v → %+v", before, after)
+		}
+		// Events of a type are totally ordered: had the re-registration
+		// changed anything, its event would come before the sentinel's.
+		sentinel := &dynamic.PluginInfo{Type: dynamic.PluginTypeCSINode, Name: "sentinel", AllocID: "sentinel",
+			ConnectionInfo: &dynamic.ConnectionInfo{SocketPath: "/nonexistent.sock"}}
+		if err := b.reg.Register(sentinel); err != nil {
+			t.Fatal(err)
+		}
+		nextEvents(t, events, "registered sentinel")
+	})
 }
 
 // A re-adopted plugin whose registration is not in the store (the last
 // agent died between its launch and its registration) is probed and
 // registered anew, without a relaunch.
 func TestAgentRestartRegistersWhatTheStoreLacks(t *testing.T) {
-	for _, drv := range drivers {
-		t.Run(drv, func(t *testing.T) {
-			t.Parallel()
-			a, ar := healthyPlugin(t, drv, jobspec.CSIPluginTypeMonolith, agentOpts{})
-			before := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
-			b := a.restart(func(b *agent) {
-				// Only the controller half of the monolith was stored.
-				if err := b.reg.Deregister(dynamic.PluginTypeCSINode, "hostpath", ar.ID()); err != nil {
-					t.Fatal(err)
-				}
-				notRegistered(t, b.reg, dynamic.PluginTypeCSINode, ar.ID())
-			})
-			b.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
-			after := registered(t, b.reg, dynamic.PluginTypeCSINode, ar.ID())
-			if after.Seq == before.Seq || after.ConnectionInfo.SocketPath != before.ConnectionInfo.SocketPath {
-				t.Errorf("node registration after restart: %+v, want a new one at %s", after, before.ConnectionInfo.SocketPath)
+	eachDriver(t, func(t *testing.T, drv string) {
+		a, ar := healthyPlugin(t, drv, jobspec.CSIPluginTypeMonolith, agentOpts{})
+		before := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
+		b := a.restart(func(b *agent) {
+			// Only the controller half of the monolith was stored.
+			if err := b.reg.Deregister(dynamic.PluginTypeCSINode, "hostpath", ar.ID()); err != nil {
+				t.Fatal(err)
 			}
-			if n := len(b.ev.matching(ar.ID(), taskrunner.EventStarted)); n != 0 {
-				t.Fatalf("plugin relaunched:%s", b.ev)
-			}
+			notRegistered(t, b.reg, dynamic.PluginTypeCSINode, ar.ID())
 		})
-	}
+		b.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+		after := registered(t, b.reg, dynamic.PluginTypeCSINode, ar.ID())
+		if after.Seq == before.Seq || after.ConnectionInfo.SocketPath != before.ConnectionInfo.SocketPath {
+			t.Errorf("node registration after restart: %+v, want a new one at %s", after, before.ConnectionInfo.SocketPath)
+		}
+		if n := len(b.ev.matching(ar.ID(), taskrunner.EventStarted)); n != 0 {
+			t.Fatalf("plugin relaunched:%s", b.ev)
+		}
+	})
 }
 
 // A plugin that died while the agent was down reaches the Exited hook
 // through the runner's restore path: its restored registration goes, and
 // the relaunch registers anew.
 func TestDiedWhileAgentDown(t *testing.T) {
-	for _, drv := range drivers {
-		t.Run(drv, func(t *testing.T) {
-			t.Parallel()
-			a, ar := healthyPlugin(t, drv, jobspec.CSIPluginTypeNode, agentOpts{})
-			h := handle(t, ar, "plugin")
-			a.close()
-			if err := unix.Kill(h.Pid, syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			testproc.WaitGone(t, h.Pid, 30*time.Second)
+	eachDriver(t, func(t *testing.T, drv string) {
+		a, ar := healthyPlugin(t, drv, jobspec.CSIPluginTypeNode, agentOpts{})
+		h := handle(t, ar, "plugin")
+		a.close()
+		if err := unix.Kill(h.Pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		testproc.WaitGone(t, h.Pid, 30*time.Second)
 
-			id := ar.ID()
-			var events <-chan *dynamic.Event
-			b := a.restart(func(b *agent) {
-				registered(t, b.reg, dynamic.PluginTypeCSINode, id)
-				events = subscribe(t, b.reg, dynamic.PluginTypeCSINode)
-			})
-			b.ev.wait(t, id, EventPluginHealthy, 1)
-			nextEvents(t, events, "deregistered "+id, "registered "+id)
-			if n := len(b.ev.matching(id, taskrunner.EventStarted)); n != 1 {
-				t.Fatalf("%d launches after restore:%s", n, b.ev)
-			}
-			if p := registered(t, b.reg, dynamic.PluginTypeCSINode, id); p.ConnectionInfo.SocketPath == "" {
-				t.Fatal("no socket")
-			}
-			handle(t, b.runners[0], "plugin")
+		id := ar.ID()
+		var events <-chan *dynamic.Event
+		b := a.restart(func(b *agent) {
+			registered(t, b.reg, dynamic.PluginTypeCSINode, id)
+			events = subscribe(t, b.reg, dynamic.PluginTypeCSINode)
 		})
-	}
+		b.ev.wait(t, id, EventPluginHealthy, 1)
+		nextEvents(t, events, "deregistered "+id, "registered "+id)
+		if n := len(b.ev.matching(id, taskrunner.EventStarted)); n != 1 {
+			t.Fatalf("%d launches after restore:%s", n, b.ev)
+		}
+		if p := registered(t, b.reg, dynamic.PluginTypeCSINode, id); p.ConnectionInfo.SocketPath == "" {
+			t.Fatal("no socket")
+		}
+		handle(t, b.runners[0], "plugin")
+	})
 }
 
 // With a data dir too long for <data_dir>/sockets/<alloc>/... the runner
 // falls back to a short socket root, and the plugin is still reached and
 // registered on a socket path within sun_path.
 func TestLongDataDir(t *testing.T) {
-	for _, drv := range drivers {
-		t.Run(drv, func(t *testing.T) {
-			t.Parallel()
-			dataDir := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
-			if err := os.MkdirAll(dataDir, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			a := newAgent(t, dataDir, agentOpts{})
-			ar := a.run(pluginJob("csi", drv, jobspec.CSIPluginTypeNode, nil))
-			t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(ar.SocketDir())) })
-			a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
-			handle(t, ar, "plugin")
-			p := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
-			sock := p.ConnectionInfo.SocketPath
-			if strings.HasPrefix(sock, dataDir) || len(sock) > dynamic.MaxSocketPathLen {
-				t.Fatalf("socket %s (%d bytes) is not the short fallback", sock, len(sock))
-			}
-			if want := filepath.Join(dataDir, "csi", "node", "hostpath"); p.Options["MountDir"] != want {
-				t.Fatalf("mount dir %q, want %q under the long data dir", p.Options["MountDir"], want)
-			}
-		})
-	}
+	eachDriver(t, func(t *testing.T, drv string) {
+		dataDir := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		a := newAgent(t, dataDir, agentOpts{})
+		ar := a.run(pluginJob("csi", drv, jobspec.CSIPluginTypeNode, nil))
+		t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(ar.SocketDir())) })
+		a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+		handle(t, ar, "plugin")
+		p := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
+		sock := p.ConnectionInfo.SocketPath
+		if strings.HasPrefix(sock, dataDir) || len(sock) > dynamic.MaxSocketPathLen {
+			t.Fatalf("socket %s (%d bytes) is not the short fallback", sock, len(sock))
+		}
+		if want := filepath.Join(dataDir, "csi", "node", "hostpath"); p.Options["MountDir"] != want {
+			t.Fatalf("mount dir %q, want %q under the long data dir", p.Options["MountDir"], want)
+		}
+	})
 }
 
 // failingPuts is the real bbolt store with one injected fault: writes of

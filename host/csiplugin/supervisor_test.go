@@ -21,61 +21,58 @@ import (
 // A healthy plugin is registered under its allocation once Probe says
 // ready: as csi-node for type node, reachable on the socket it serves.
 func TestRegistersHealthyPlugin(t *testing.T) {
-	for _, drv := range drivers {
-		t.Run(drv, func(t *testing.T) {
-			t.Parallel()
-			a := newAgent(t, "", agentOpts{})
-			var args []string
-			if drv == jobspec.DriverRawExec {
-				// Interpolated after the prestart hooks: the real drivers
-				// that ignore the environment are configured like this.
-				args = []string{"--endpoint=${CSI_ENDPOINT}"}
-			}
-			ar := a.run(pluginJob("csi", drv, jobspec.CSIPluginTypeNode, nil, args...))
-			a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
-			h := handle(t, ar, "plugin")
+	eachDriver(t, func(t *testing.T, drv string) {
+		a := newAgent(t, "", agentOpts{})
+		var args []string
+		if drv == jobspec.DriverRawExec {
+			// Interpolated after the prestart hooks: the real drivers
+			// that ignore the environment are configured like this.
+			args = []string{"--endpoint=${CSI_ENDPOINT}"}
+		}
+		ar := a.run(pluginJob("csi", drv, jobspec.CSIPluginTypeNode, nil, args...))
+		a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+		h := handle(t, ar, "plugin")
 
-			p := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
-			notRegistered(t, a.reg, dynamic.PluginTypeCSIController, ar.ID())
-			want := h.SocketPath // go_plugin: the go-plugin server's socket
-			if drv == jobspec.DriverRawExec {
-				want = filepath.Join(ar.SocketDir(), SocketName)
-				endpoint := "unix://" + want
-				if got := procEnviron(t, h.Pid)["CSI_ENDPOINT"]; got != endpoint {
-					t.Errorf("task CSI_ENDPOINT = %q, want %q", got, endpoint)
-				}
-				if args := procCmdline(t, h.Pid); len(args) < 2 || args[1] != "--endpoint="+endpoint {
-					t.Errorf("task args = %q, want --endpoint=%s", args, endpoint)
-				}
-			} else if _, set := procEnviron(t, h.Pid)["CSI_ENDPOINT"]; set {
-				t.Errorf("go_plugin task got CSI_ENDPOINT; the go-plugin socket is its endpoint")
+		p := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
+		notRegistered(t, a.reg, dynamic.PluginTypeCSIController, ar.ID())
+		want := h.SocketPath // go_plugin: the go-plugin server's socket
+		if drv == jobspec.DriverRawExec {
+			want = filepath.Join(ar.SocketDir(), SocketName)
+			endpoint := "unix://" + want
+			if got := procEnviron(t, h.Pid)["CSI_ENDPOINT"]; got != endpoint {
+				t.Errorf("task CSI_ENDPOINT = %q, want %q", got, endpoint)
 			}
-			if !strings.HasPrefix(want, filepath.Join(a.dataDir, "sockets", ar.ID())+"/") {
-				t.Errorf("socket %s is not under <data_dir>/sockets/<alloc>", want)
+			if args := procCmdline(t, h.Pid); len(args) < 2 || args[1] != "--endpoint="+endpoint {
+				t.Errorf("task args = %q, want --endpoint=%s", args, endpoint)
 			}
-			if p.ConnectionInfo.SocketPath != want {
-				t.Errorf("registered socket %q, want %q", p.ConnectionInfo.SocketPath, want)
-			}
-			if p.Version == "" || p.Version != p.Options["ProviderVersion"] || p.Options["Provider"] != "mockcsi.pluginhost.dev" {
-				t.Errorf("version %q, options %v", p.Version, p.Options)
-			}
-			mount := filepath.Join(a.dataDir, "csi", "node", "hostpath")
-			if p.Options["MountDir"] != mount || p.Options["StagePublishBaseDir"] != mount {
-				t.Errorf("options %v, want mount dir %s", p.Options, mount)
-			}
-			if fi, err := os.Stat(mount); err != nil || !fi.IsDir() {
-				t.Errorf("mount dir: %v", err)
-			}
+		} else if _, set := procEnviron(t, h.Pid)["CSI_ENDPOINT"]; set {
+			t.Errorf("go_plugin task got CSI_ENDPOINT; the go-plugin socket is its endpoint")
+		}
+		if !strings.HasPrefix(want, filepath.Join(a.dataDir, "sockets", ar.ID())+"/") {
+			t.Errorf("socket %s is not under <data_dir>/sockets/<alloc>", want)
+		}
+		if p.ConnectionInfo.SocketPath != want {
+			t.Errorf("registered socket %q, want %q", p.ConnectionInfo.SocketPath, want)
+		}
+		if p.Version == "" || p.Version != p.Options["ProviderVersion"] || p.Options["Provider"] != "mockcsi.pluginhost.dev" {
+			t.Errorf("version %q, options %v", p.Version, p.Options)
+		}
+		mount := filepath.Join(a.dataDir, "csi", "node", "hostpath")
+		if p.Options["MountDir"] != mount || p.Options["StagePublishBaseDir"] != mount {
+			t.Errorf("options %v, want mount dir %s", p.Options, mount)
+		}
+		if fi, err := os.Stat(mount); err != nil || !fi.IsDir() {
+			t.Errorf("mount dir: %v", err)
+		}
 
-			a.stop(ar)
-			notRegistered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
-			if drv == jobspec.DriverRawExec {
-				if _, err := os.Lstat(want); !os.IsNotExist(err) {
-					t.Errorf("socket %s left after stop: %v", want, err)
-				}
+		a.stop(ar)
+		notRegistered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
+		if drv == jobspec.DriverRawExec {
+			if _, err := os.Lstat(want); !os.IsNotExist(err) {
+				t.Errorf("socket %s left after stop: %v", want, err)
 			}
-		})
-	}
+		}
+	})
 }
 
 // A task that names its own CSI_ENDPOINT keeps it, and is probed there.
@@ -122,29 +119,26 @@ func TestBadEndpointFailsTask(t *testing.T) {
 
 // A monolith is one process registered twice: node and controller.
 func TestMonolithRegistersBothTypes(t *testing.T) {
-	for _, drv := range drivers {
-		t.Run(drv, func(t *testing.T) {
-			t.Parallel()
-			a := newAgent(t, "", agentOpts{})
-			ar := a.run(pluginJob("csi", drv, jobspec.CSIPluginTypeMonolith, nil))
-			ev := a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
-			handle(t, ar, "plugin")
-			node := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
-			ctrl := registered(t, a.reg, dynamic.PluginTypeCSIController, ar.ID())
-			if node.ConnectionInfo.SocketPath != ctrl.ConnectionInfo.SocketPath {
-				t.Errorf("node on %s, controller on %s", node.ConnectionInfo.SocketPath, ctrl.ConnectionInfo.SocketPath)
-			}
-			if !strings.Contains(ev.Message, "csi-node") || !strings.Contains(ev.Message, "csi-controller") {
-				t.Errorf("healthy event %q does not name both types", ev.Message)
-			}
-			if want := filepath.Join(a.dataDir, "csi", "monolith", "hostpath"); node.Options["MountDir"] != want {
-				t.Errorf("mount dir %q, want %q", node.Options["MountDir"], want)
-			}
-			a.stop(ar)
-			notRegistered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
-			notRegistered(t, a.reg, dynamic.PluginTypeCSIController, ar.ID())
-		})
-	}
+	eachDriver(t, func(t *testing.T, drv string) {
+		a := newAgent(t, "", agentOpts{})
+		ar := a.run(pluginJob("csi", drv, jobspec.CSIPluginTypeMonolith, nil))
+		ev := a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+		handle(t, ar, "plugin")
+		node := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
+		ctrl := registered(t, a.reg, dynamic.PluginTypeCSIController, ar.ID())
+		if node.ConnectionInfo.SocketPath != ctrl.ConnectionInfo.SocketPath {
+			t.Errorf("node on %s, controller on %s", node.ConnectionInfo.SocketPath, ctrl.ConnectionInfo.SocketPath)
+		}
+		if !strings.Contains(ev.Message, "csi-node") || !strings.Contains(ev.Message, "csi-controller") {
+			t.Errorf("healthy event %q does not name both types", ev.Message)
+		}
+		if want := filepath.Join(a.dataDir, "csi", "monolith", "hostpath"); node.Options["MountDir"] != want {
+			t.Errorf("mount dir %q, want %q", node.Options["MountDir"], want)
+		}
+		a.stop(ar)
+		notRegistered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
+		notRegistered(t, a.reg, dynamic.PluginTypeCSIController, ar.ID())
+	})
 }
 
 func procEnviron(t testing.TB, pid int) map[string]string {
