@@ -120,11 +120,7 @@ func TestShipperProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.CloseWriters()
-	select {
-	case <-p.Done():
-	case <-ctx.Done():
-		t.Fatal("shipper did not exit after its pipes closed")
-	}
+	waitExit(t, ctx, p, "shipper did not exit after its pipes closed")
 	if got := files(t, dir, "web.stdout."); fmt.Sprint(got) != "[web.stdout.3 web.stdout.4]" {
 		t.Fatalf("stdout files %v", got)
 	}
@@ -149,15 +145,7 @@ func TestSpawnAcceptsOutputBeforeReady(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	p, err := Spawn(Config{Command: []string{shipper}, Dir: dir, Task: "web", MaxFiles: 2, MaxFileSize: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		p.CloseWriters()
-		_ = p.proc.Kill()
-		<-p.Done()
-	})
+	p := spawn(t, Config{Command: []string{shipper}, Dir: dir, Task: "web", MaxFiles: 2, MaxFileSize: 1 << 20})
 	if _, err := p.Stdout.WriteString("early\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -171,11 +159,7 @@ func TestSpawnAcceptsOutputBeforeReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.CloseWriters()
-	select {
-	case <-p.Done():
-	case <-ctx.Done():
-		t.Fatal("shipper did not exit after its pipes closed")
-	}
+	waitExit(t, ctx, p, "shipper did not exit after its pipes closed")
 	b, err := os.ReadFile(filepath.Join(dir, "web.stdout.0"))
 	if err != nil || string(b) != "early\nlate\n" {
 		t.Fatalf("stdout file %q, %v", b, err)
@@ -195,26 +179,14 @@ func TestSpawnReportsBadDirOnReady(t *testing.T) {
 	if err := p.Ready(ctx); err == nil || !strings.Contains(err.Error(), "log dir") {
 		t.Fatalf("Ready with a missing dir = %v, want the shipper's error", err)
 	}
-	select {
-	case <-p.Done():
-	case <-ctx.Done():
-		t.Fatal("shipper still running after reporting its error")
-	}
+	waitExit(t, ctx, p, "shipper still running after reporting its error")
 }
 
 // TestReadyHonoursContext: a cancelled wait returns at once and leaves
 // the shipper running (a task may already be writing to it).
 func TestReadyHonoursContext(t *testing.T) {
 	dir := t.TempDir()
-	p, err := Spawn(Config{Command: []string{shipper}, Dir: dir, Task: "web", MaxFiles: 2, MaxFileSize: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		p.CloseWriters()
-		_ = p.proc.Kill()
-		<-p.Done()
-	})
+	p := spawn(t, Config{Command: []string{shipper}, Dir: dir, Task: "web", MaxFiles: 2, MaxFileSize: 1000})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := p.Ready(ctx); !errors.Is(err, context.Canceled) {
@@ -237,5 +209,30 @@ func TestSpawnBadCommand(t *testing.T) {
 	}
 	if _, err := Spawn(Config{Command: []string{"/nonexistent/logmon"}, Dir: t.TempDir(), Task: "web"}); err == nil {
 		t.Fatal("Spawn of a missing binary succeeded")
+	}
+}
+
+// spawn starts a shipper that the test's cleanup kills.
+func spawn(t *testing.T, cfg Config) *Process {
+	t.Helper()
+	p, err := Spawn(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.CloseWriters()
+		_ = p.proc.Kill()
+		<-p.Done()
+	})
+	return p
+}
+
+// waitExit fails the test with msg unless the shipper exits before ctx ends.
+func waitExit(t *testing.T, ctx context.Context, p *Process, msg string) {
+	t.Helper()
+	select {
+	case <-p.Done():
+	case <-ctx.Done():
+		t.Fatal(msg)
 	}
 }
