@@ -3,19 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	csipb "github.com/container-storage-interface/spec/lib/go/csi"
-	"github.com/hashicorp/go-hclog"
-	plugin "github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
-
 	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/internal/baseline"
 	"github.com/pluginhost/pluginhost/internal/testbin"
-	"github.com/pluginhost/pluginhost/sdk"
 )
 
 // BenchmarkCSIJobRunToHealthy measures `job run` of a go_plugin mockcsi
@@ -63,7 +57,10 @@ func BenchmarkCSIJobRunToHealthy(b *testing.B) {
 		// state dirs on a first start, under the agent and here alike
 		// (reusing one dir made the bare side a warm start).
 		start = time.Now()
-		kill := bareFirstRPC(b, mockcsi, fmt.Sprintf("%s/%d", bareDir, n))
+		kill, err := baseline.GoPluginFirstProbe(mockcsi, fmt.Sprintf("%s/%d", bareDir, n))
+		if err != nil {
+			b.Fatal(err)
+		}
 		vs.add(agentTook, time.Since(start))
 		kill()
 
@@ -73,35 +70,6 @@ func BenchmarkCSIJobRunToHealthy(b *testing.B) {
 		b.StartTimer()
 	}
 	vs.report(b)
-}
-
-// bareFirstRPC launches mockcsi with go-plugin alone and answers once it
-// has served one Probe; the returned func kills it.
-func bareFirstRPC(b *testing.B, bin, taskDir string) (kill func()) {
-	cmd := exec.Command(bin)
-	cmd.Env = []string{"NOMAD_TASK_DIR=" + taskDir}
-	c := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig: sdk.Handshake(), VersionedPlugins: sdk.HostPlugins(),
-		Cmd: cmd, AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		Logger: hclog.NewNullLogger(),
-	})
-	rpc, err := c.Client()
-	if err != nil {
-		c.Kill()
-		b.Fatalf("bare go-plugin launch: %v", err)
-	}
-	raw, err := rpc.Dispense(sdk.PluginCSI)
-	if err != nil {
-		c.Kill()
-		b.Fatalf("bare dispense: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := csipb.NewIdentityClient(raw.(*grpc.ClientConn)).Probe(ctx, &csipb.ProbeRequest{}); err != nil {
-		c.Kill()
-		b.Fatalf("bare Probe: %v", err)
-	}
-	return c.Kill
 }
 
 // restartPlugins is how many CSI plugins BenchmarkCSIRestart re-adopts.

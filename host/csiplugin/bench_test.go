@@ -3,53 +3,36 @@ package csiplugin
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
-	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/hashicorp/go-hclog"
-	plugin "github.com/hashicorp/go-plugin"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
+	"github.com/pluginhost/pluginhost/internal/baseline"
 	"github.com/pluginhost/pluginhost/sdk"
-	"google.golang.org/grpc"
 )
 
 // BenchmarkBareGoPluginFirstRPC is the floor for BenchmarkLaunchToRegistered:
 // go-plugin alone launching mockcsi, handshaking, dispensing and answering
 // one Probe. No task dir, log shipper, state store or registry.
 func BenchmarkBareGoPluginFirstRPC(b *testing.B) {
-	taskDir := b.TempDir()
+	root := b.TempDir()
+	n := 0
 	for b.Loop() {
-		cmd := exec.Command(mockcsiBin)
-		cmd.Env = []string{"NOMAD_TASK_DIR=" + taskDir}
-		c := plugin.NewClient(&plugin.ClientConfig{
-			HandshakeConfig: sdk.Handshake(), VersionedPlugins: sdk.HostPlugins(),
-			Cmd: cmd, AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-			Logger: hclog.NewNullLogger(),
-		})
-		rpc, err := c.Client()
-		if err != nil {
-			b.Fatal(err)
-		}
-		raw, err := rpc.Dispense(sdk.PluginCSI)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err = csipb.NewIdentityClient(raw.(*grpc.ClientConn)).Probe(ctx, &csipb.ProbeRequest{})
-		cancel()
+		n++
+		kill, err := baseline.GoPluginFirstProbe(mockcsiBin, filepath.Join(root, strconv.Itoa(n)))
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		c.Kill()
+		kill()
 		b.StartTimer()
 	}
 }
