@@ -29,6 +29,9 @@ func main() {
 	case "sleep":
 		fmt.Println("ready")
 		block()
+	case "quiet":
+		// Blocks without writing: its output pipes may have no reader.
+		block()
 	case "ignore-int":
 		signal.Ignore(syscall.SIGINT)
 		fmt.Println("ready")
