@@ -45,9 +45,12 @@ type JobListStub struct {
 	Status            string
 	StatusDescription string
 	Stop              bool
-	SubmitTime        int64
-	ModifyTime        int64
-	JobSummary        *JobSummary
+	// Version is the job's current version: 0 for the first submission,
+	// one more for every accepted change (as in Nomad).
+	Version    uint64
+	SubmitTime int64
+	ModifyTime int64
+	JobSummary *JobSummary
 }
 
 // JobSummary counts a job's allocations per task group and client status.
@@ -80,6 +83,8 @@ type Job struct {
 	// SourcePath is the job file the job came from ("" if it was submitted
 	// as a parsed job).
 	SourcePath string
+	// Version is the job's current version (see JobListStub.Version).
+	Version    uint64
 	SubmitTime int64
 	ModifyTime int64
 	JobSummary *JobSummary
@@ -113,10 +118,12 @@ type JobRegisterResponse struct {
 
 // AllocListStub is one allocation in lists and in events.
 type AllocListStub struct {
-	ID                 string
-	Name               string
-	JobID              string
-	JobType            string
+	ID      string
+	Name    string
+	JobID   string
+	JobType string
+	// JobVersion is the version of the job the allocation runs.
+	JobVersion         uint64
 	TaskGroup          string
 	ClientStatus       string
 	ClientDescription  string
