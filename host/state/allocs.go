@@ -60,7 +60,9 @@ type Alloc struct {
 	Index int
 	// Job is the job as submitted, so a restored allocation runs what it was
 	// started with even if the job file has changed since.
-	Job           *jobspec.Job
+	Job *jobspec.Job
+	// JobVersion is the version of the job record that Job is.
+	JobVersion    uint64
 	DesiredStatus string
 	ClientStatus  string
 	CreateTime    time.Time

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -22,8 +23,8 @@ func TestOpenNewFileThenReopen(t *testing.T) {
 	if db.Path() != path {
 		t.Errorf("Path() = %q, want %q", db.Path(), path)
 	}
-	if got := db.SchemaVersion(); got != 1 {
-		t.Errorf("SchemaVersion() = %d, want 1", got)
+	if got, want := db.SchemaVersion(), currentVersion(builtinMigrations()); got != want {
+		t.Errorf("SchemaVersion() = %d, want %d", got, want)
 	}
 	if err := db.PutPlugins(testPlugin(1)); err != nil {
 		t.Fatal(err)
@@ -262,7 +263,7 @@ func TestCorruptFiles(t *testing.T) {
 				boltUpdate(t, path, func(tx *bbolt.Tx) error { return putVersion(tx, 99) })
 			},
 			wantErr: ErrSchemaTooNew,
-			want:    "has schema version 99, this pluginhost understands up to 1: upgrade pluginhost",
+			want:    fmt.Sprintf("has schema version 99, this pluginhost understands up to %d: upgrade pluginhost", currentVersion(builtinMigrations())),
 		},
 	}
 	for _, tc := range cases {

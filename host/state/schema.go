@@ -23,7 +23,7 @@ const (
 )
 
 func topBuckets() []string {
-	return []string{bucketMeta, bucketPlugins, bucketAllocs}
+	return []string{bucketMeta, bucketPlugins, bucketAllocs, bucketJobs}
 }
 
 // migration upgrades a file from schema version from to from+1 inside one
@@ -38,7 +38,9 @@ type migration struct {
 // builtinMigrations is the upgrade history of this binary. The schema version
 // it writes is len(builtinMigrations())+1.
 func builtinMigrations() []migration {
-	return nil
+	return []migration{
+		{from: 1, name: "job records", apply: migrateJobRecords},
+	}
 }
 
 func currentVersion(ms []migration) int { return len(ms) + 1 }

@@ -2,6 +2,7 @@ package state
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -12,8 +13,12 @@ import (
 
 // tagPlugins is a migration that changes stored data, as a real one would:
 // it rewrites every plugin record and adds a bucket.
+// base is the schema version this binary writes: test migrations go on
+// from there.
+var base = currentVersion(builtinMigrations())
+
 func tagPlugins(calls *int) migration {
-	return migration{from: 1, name: "tag plugins", apply: func(tx *bbolt.Tx) error {
+	return migration{from: base, name: "tag plugins", apply: func(tx *bbolt.Tx) error {
 		*calls++
 		if _, err := tx.CreateBucket([]byte("widgets")); err != nil {
 			return err
@@ -46,7 +51,7 @@ func tagPlugins(calls *int) migration {
 }
 
 func fillWidgets(calls *int) migration {
-	return migration{from: 2, name: "fill widgets", apply: func(tx *bbolt.Tx) error {
+	return migration{from: base + 1, name: "fill widgets", apply: func(tx *bbolt.Tx) error {
 		*calls++
 		return tx.Bucket([]byte("widgets")).Put([]byte("w"), []byte("1"))
 	}}
@@ -59,10 +64,10 @@ func TestUpgrade(t *testing.T) {
 	withDB(t, path, Options{}, func(db *DB) { before = mustPlugins(t, db) })
 
 	var tagCalls, fillCalls int
-	upgraded := []migration{tagPlugins(&tagCalls), fillWidgets(&fillCalls)}
+	upgraded := append(builtinMigrations(), tagPlugins(&tagCalls), fillWidgets(&fillCalls))
 	db := openTest(t, path, Options{migrations: upgraded})
-	if got := db.SchemaVersion(); got != 3 {
-		t.Fatalf("SchemaVersion() = %d after upgrade, want 3", got)
+	if got := db.SchemaVersion(); got != base+2 {
+		t.Fatalf("SchemaVersion() = %d after upgrade, want %d", got, base+2)
 	}
 	after := mustPlugins(t, db)
 	if len(after) != len(before) {
@@ -89,14 +94,14 @@ func TestUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The backup is the file as it was: version 1, untagged, still opens.
-	backup := BackupPath(path, 1)
+	// The backup is the file as it was: version base, untagged, still opens.
+	backup := BackupPath(path, base)
 	if _, err := os.Stat(backup + ".tmp"); !os.IsNotExist(err) {
 		t.Errorf("temporary backup left behind: %v", err)
 	}
 	bdb := openTest(t, backup, Options{})
-	if got := bdb.SchemaVersion(); got != 1 {
-		t.Errorf("backup schema version %d, want 1", got)
+	if got := bdb.SchemaVersion(); got != base {
+		t.Errorf("backup schema version %d, want %d", got, base)
 	}
 	old := mustPlugins(t, bdb)
 	if len(old) != len(before) {
@@ -113,13 +118,13 @@ func TestUpgrade(t *testing.T) {
 	if tagCalls != 1 || fillCalls != 1 {
 		t.Errorf("migrations ran %d and %d times, want once each", tagCalls, fillCalls)
 	}
-	if _, err := os.Stat(BackupPath(path, 3)); !os.IsNotExist(err) {
+	if _, err := os.Stat(BackupPath(path, base+2)); !os.IsNotExist(err) {
 		t.Errorf("backup of an up-to-date file written: %v", err)
 	}
 
-	// The pluginhost that wrote version 1 now refuses the file, clearly.
+	// The pluginhost that wrote version base now refuses the file, clearly.
 	_, err = Open(path, Options{})
-	if !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), "has schema version 3, this pluginhost understands up to 1") {
+	if !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), fmt.Sprintf("has schema version %d, this pluginhost understands up to %d", base+2, base)) {
 		t.Fatalf("old binary opening upgraded file: %v", err)
 	}
 }
@@ -129,22 +134,22 @@ func TestFailedMigrationKeepsCommittedSteps(t *testing.T) {
 	populate(t, path, 5)
 
 	var tagCalls, fillCalls int
-	failing := migration{from: 2, name: "broken", apply: func(tx *bbolt.Tx) error {
+	failing := migration{from: base + 1, name: "broken", apply: func(tx *bbolt.Tx) error {
 		if _, err := tx.CreateBucket([]byte("half-done")); err != nil {
 			return err
 		}
 		return errors.New("disk says no")
 	}}
-	_, err := Open(path, Options{migrations: []migration{tagPlugins(&tagCalls), failing}})
+	_, err := Open(path, Options{migrations: append(builtinMigrations(), tagPlugins(&tagCalls), failing)})
 	if err == nil || !strings.Contains(err.Error(), "disk says no") || !strings.Contains(err.Error(), path) {
 		t.Fatalf("Open with a failing migration: %v", err)
 	}
 	assertUnlocked(t, path)
 
 	// The first step committed, the failed one left nothing behind.
-	db := openTest(t, path, Options{migrations: []migration{tagPlugins(&tagCalls)}})
-	if got := db.SchemaVersion(); got != 2 || tagCalls != 1 {
-		t.Fatalf("after failed upgrade: version %d, tag ran %d times; want 2 and 1", got, tagCalls)
+	db := openTest(t, path, Options{migrations: append(builtinMigrations(), tagPlugins(&tagCalls))})
+	if got := db.SchemaVersion(); got != base+1 || tagCalls != 1 {
+		t.Fatalf("after failed upgrade: version %d, tag ran %d times; want %d and 1", got, tagCalls, base+1)
 	}
 	if err := db.view("check", func(tx *bbolt.Tx) error {
 		if tx.Bucket([]byte("half-done")) != nil {
@@ -158,11 +163,11 @@ func TestFailedMigrationKeepsCommittedSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	db = openTest(t, path, Options{migrations: []migration{tagPlugins(&tagCalls), fillWidgets(&fillCalls)}})
-	if db.SchemaVersion() != 3 || fillCalls != 1 || tagCalls != 1 {
+	db = openTest(t, path, Options{migrations: append(builtinMigrations(), tagPlugins(&tagCalls), fillWidgets(&fillCalls))})
+	if db.SchemaVersion() != base+2 || fillCalls != 1 || tagCalls != 1 {
 		t.Fatalf("retry: version %d, calls %d/%d", db.SchemaVersion(), tagCalls, fillCalls)
 	}
-	for _, v := range []int{1, 2} {
+	for _, v := range []int{base, base + 1} {
 		if _, err := os.Stat(BackupPath(path, v)); err != nil {
 			t.Errorf("backup before upgrading from v%d: %v", v, err)
 		}

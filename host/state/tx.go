@@ -2,6 +2,7 @@ package state
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"go.etcd.io/bbolt"
@@ -53,6 +54,19 @@ func (t *Tx) putAlloc(a *Alloc) error {
 		return err
 	}
 	return putJSON(b, []byte(keyAlloc), a)
+}
+
+// DeleteAlloc removes an allocation and all of its tasks' records; a
+// missing allocation is not an error.
+func (t *Tx) DeleteAlloc(allocID string) error {
+	if err := checkName("alloc ID", allocID); err != nil {
+		return fmt.Errorf("delete alloc: %w", err)
+	}
+	err := t.tx.Bucket([]byte(bucketAllocs)).DeleteBucket([]byte(allocID))
+	if err != nil && !errors.Is(err, bbolt.ErrBucketNotFound) {
+		return fmt.Errorf("delete alloc %s: %w", allocID, err)
+	}
+	return nil
 }
 
 // PutTaskState records a task's state.

@@ -1,0 +1,247 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pluginhost/pluginhost/host/jobspec"
+	"go.etcd.io/bbolt"
+)
+
+// Job layout, under the top-level "jobs" bucket:
+//
+//	jobs/<job id>/
+//	    job                  Job (JSON): the desired state
+//	    versions/<u64 BE>    JobVersion (JSON), the last MaxJobVersions
+//
+// The job record is the agent's desired state for a job: which version
+// should run and whether the job is stopped. Allocations say what was
+// started for it (Alloc.JobVersion); the job reconciler in package host
+// moves the second towards the first, at submission and at every start.
+const (
+	bucketJobs     = "jobs"
+	keyJob         = "job"
+	bucketVersions = "versions"
+
+	// MaxJobVersions is how many versions of a job are kept for `job
+	// history` and `job revert`, as Nomad's default job_tracked_versions.
+	MaxJobVersions = 6
+)
+
+// ErrJobNotFound: no record of the job.
+var ErrJobNotFound = errors.New("job not found in state")
+
+// Job is a job's durable desired state.
+type Job struct {
+	ID string
+	// Version is the version that should run.
+	Version uint64
+	// Stop: no allocation of the job should run.
+	Stop bool
+	// Purge: once every allocation has stopped, forget the job and its
+	// allocations. Implies Stop.
+	Purge bool
+	// SubmitTime is when Version was submitted; ModifyTime when the record
+	// last changed.
+	SubmitTime time.Time
+	ModifyTime time.Time
+}
+
+// JobVersion is one accepted submission of a job.
+type JobVersion struct {
+	Version    uint64
+	Job        *jobspec.Job
+	SubmitTime time.Time
+}
+
+// JobState is a job's record with its current version's spec.
+type JobState struct {
+	Job  *Job
+	Spec *JobVersion
+}
+
+// SubmitResult says what a submission did.
+type SubmitResult struct {
+	Job *Job
+	// Changed is false when the submitted job equals the current version of
+	// a job that is not stopped: nothing was written.
+	Changed bool
+}
+
+// SubmitJob records job as the next version of its job (the first, 0, for
+// an unknown job) and makes it the one that should run, unless it equals
+// the current version of a job that is not stopped. same compares two
+// specs. The version, the record and whatever else the caller writes in tx
+// (the new version's allocations) commit together or not at all.
+func (t *Tx) SubmitJob(job *jobspec.Job, now time.Time, same func(a, b *jobspec.Job) bool) (*SubmitResult, error) {
+	if job == nil {
+		return nil, errors.New("submit job: nil job")
+	}
+	if err := checkName("job ID", job.ID); err != nil {
+		return nil, fmt.Errorf("submit job: %w", err)
+	}
+	cur, err := t.Job(job.ID)
+	switch {
+	case errors.Is(err, ErrJobNotFound):
+		rec := &Job{ID: job.ID, Version: 0, SubmitTime: now, ModifyTime: now}
+		return &SubmitResult{Job: rec, Changed: true}, t.putJobVersion(rec, job)
+	case err != nil:
+		return nil, err
+	}
+	if !cur.Job.Stop && cur.Spec != nil && same(cur.Spec.Job, job) {
+		return &SubmitResult{Job: cur.Job, Changed: false}, nil
+	}
+	rec := *cur.Job
+	rec.Version++
+	rec.Stop, rec.Purge = false, false
+	rec.SubmitTime, rec.ModifyTime = now, now
+	return &SubmitResult{Job: &rec, Changed: true}, t.putJobVersion(&rec, job)
+}
+
+// putJobVersion writes rec and the spec of its version, and drops versions
+// beyond the last MaxJobVersions.
+func (t *Tx) putJobVersion(rec *Job, job *jobspec.Job) error {
+	jb, err := t.tx.Bucket([]byte(bucketJobs)).CreateBucketIfNotExists([]byte(rec.ID))
+	if err != nil {
+		return fmt.Errorf("job %s: %w", rec.ID, err)
+	}
+	vb, err := jb.CreateBucketIfNotExists([]byte(bucketVersions))
+	if err != nil {
+		return fmt.Errorf("job %s: %w", rec.ID, err)
+	}
+	if err := putJSON(vb, seqKey(rec.Version), &JobVersion{Version: rec.Version, Job: job, SubmitTime: rec.SubmitTime}); err != nil {
+		return fmt.Errorf("job %s version %d: %w", rec.ID, rec.Version, err)
+	}
+	if n := vb.Stats().KeyN; n > MaxJobVersions {
+		c := vb.Cursor()
+		for k, _ := c.First(); k != nil && n > MaxJobVersions; k, _ = c.First() {
+			if err := c.Delete(); err != nil {
+				return fmt.Errorf("job %s: drop old version: %w", rec.ID, err)
+			}
+			n--
+		}
+	}
+	return putJSON(jb, []byte(keyJob), rec)
+}
+
+// PutJob replaces a job's record (its versions stay). The job must exist.
+func (t *Tx) PutJob(rec *Job) error {
+	if rec == nil {
+		return errors.New("put job: nil record")
+	}
+	jb := t.tx.Bucket([]byte(bucketJobs)).Bucket([]byte(rec.ID))
+	if jb == nil {
+		return fmt.Errorf("put job %s: %w", rec.ID, ErrJobNotFound)
+	}
+	return putJSON(jb, []byte(keyJob), rec)
+}
+
+// DeleteJob forgets a job and its versions; a missing job is not an error.
+func (t *Tx) DeleteJob(id string) error {
+	err := t.tx.Bucket([]byte(bucketJobs)).DeleteBucket([]byte(id))
+	if err != nil && !errors.Is(err, bbolt.ErrBucketNotFound) {
+		return fmt.Errorf("delete job %s: %w", id, err)
+	}
+	return nil
+}
+
+// Job reads a job's record and current version.
+func (t *Tx) Job(id string) (*JobState, error) {
+	jb := t.tx.Bucket([]byte(bucketJobs)).Bucket([]byte(id))
+	if jb == nil {
+		return nil, fmt.Errorf("job %s: %w", id, ErrJobNotFound)
+	}
+	return readJob([]byte(id), jb)
+}
+
+// PutAllocs inserts or replaces several allocation records.
+func (t *Tx) PutAllocs(allocs ...*Alloc) error {
+	for _, a := range allocs {
+		if err := t.PutAlloc(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Job reads a job's record and current version; ErrJobNotFound if unknown.
+func (db *DB) Job(id string) (*JobState, error) {
+	var out *JobState
+	err := db.view("read job "+id, func(btx *bbolt.Tx) error {
+		var err error
+		out, err = (&Tx{tx: btx}).Job(id)
+		return err
+	})
+	return out, err
+}
+
+// Jobs returns every job's record and current version, ordered by ID.
+func (db *DB) Jobs() ([]*JobState, error) {
+	var out []*JobState
+	err := db.view("list jobs", func(tx *bbolt.Tx) error {
+		jobs := tx.Bucket([]byte(bucketJobs))
+		return jobs.ForEachBucket(func(id []byte) error {
+			js, err := readJob(id, jobs.Bucket(id))
+			if err == nil {
+				out = append(out, js)
+			}
+			return err
+		})
+	})
+	return out, err
+}
+
+// JobVersions returns a job's kept versions, newest first.
+func (db *DB) JobVersions(id string) ([]*JobVersion, error) {
+	var out []*JobVersion
+	err := db.view("read job versions "+id, func(tx *bbolt.Tx) error {
+		jb := tx.Bucket([]byte(bucketJobs)).Bucket([]byte(id))
+		if jb == nil {
+			return fmt.Errorf("job %s: %w", id, ErrJobNotFound)
+		}
+		vb := jb.Bucket([]byte(bucketVersions))
+		if vb == nil {
+			return nil
+		}
+		return forEachJSON(vb, func(k []byte, v *JobVersion) error {
+			out = append(out, v)
+			return nil
+		})
+	})
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, err
+}
+
+// readJob decodes a job bucket; a record whose ID disagrees with its bucket,
+// or whose current version's spec is missing, is corruption.
+func readJob(id []byte, jb *bbolt.Bucket) (*JobState, error) {
+	rec := new(Job)
+	found, err := getJSON(jb, []byte(keyJob), rec)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("job %s: %w", id, err)
+	case !found:
+		return nil, fmt.Errorf("%w: job bucket %s has no job record", ErrCorrupt, id)
+	case rec.ID != string(id):
+		return nil, fmt.Errorf("%w: job bucket %s holds the record of job %q", ErrCorrupt, id, rec.ID)
+	}
+	js := &JobState{Job: rec}
+	vb := jb.Bucket([]byte(bucketVersions))
+	if vb != nil {
+		v := new(JobVersion)
+		found, err := getJSON(vb, seqKey(rec.Version), v)
+		if err != nil {
+			return nil, fmt.Errorf("job %s version %d: %w", id, rec.Version, err)
+		}
+		if found {
+			js.Spec = v
+		}
+	}
+	if js.Spec == nil || js.Spec.Job == nil || js.Spec.Version != rec.Version {
+		return nil, fmt.Errorf("%w: job %s has no spec for its version %d", ErrCorrupt, id, rec.Version)
+	}
+	return js, nil
+}
