@@ -21,6 +21,7 @@ import (
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
+	"github.com/pluginhost/pluginhost/internal/reconcile"
 	"github.com/pluginhost/pluginhost/sdk"
 )
 
@@ -59,8 +60,11 @@ type Agent struct {
 	ready     atomic.Bool
 	addr      string
 
-	// jobMu serialises job submissions and stops, so that two clients
-	// submitting the same job cannot both start allocations for it.
+	// jobQueue runs reconcileJob, keyed by job ID.
+	jobQueue *reconcile.Queue
+	// jobMu is held by a submission from its commit until its runners are
+	// tracked, and by a reconcile pass while it decides: a pass never sees
+	// a recorded version without its allocations.
 	jobMu sync.Mutex
 
 	mu     sync.Mutex
@@ -83,6 +87,8 @@ type allocEntry struct {
 	// created never changes; kept here so that listings sort without
 	// taking a full snapshot (events included) of every allocation.
 	created time.Time
+	// stopping: a stop was started (under Agent.mu).
+	stopping bool
 }
 
 // NewAgent opens the state store, restores the plugin registry and starts the
@@ -147,6 +153,14 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent: csi manager: %w", err)
+	}
+
+	a.jobQueue, err = reconcile.New(reconcile.Config{
+		Reconcile: a.reconcileJob,
+		Logger:    logger.Named("jobs"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agent: job queue: %w", err)
 	}
 
 	a.watcher, err = driver.NewWatcher()
@@ -236,6 +250,14 @@ func (a *Agent) Run(ctx context.Context, serve func(context.Context) error) erro
 		a.shutdown()
 		return err
 	}
+	// Every job is reconciled once at start: whatever a killed agent left
+	// unfinished (an update, a stop, a purge) is finished from the record.
+	a.jobQueue.Run(runCtx)
+	if err := a.reconcileAll(); err != nil {
+		cancel()
+		a.shutdown()
+		return err
+	}
 
 	serveErr := make(chan error, 1)
 	if serve != nil {
@@ -288,6 +310,24 @@ func (a *Agent) waitReady(ctx context.Context) {
 		Payload: api.EventPayload{Message: "restored plugins fingerprinted"}})
 }
 
+// reconcileAll adds every job the agent knows of to the job queue: those
+// with a record and those with allocations only.
+func (a *Agent) reconcileAll() error {
+	recs, err := a.db.Jobs()
+	if err != nil {
+		return fmt.Errorf("agent: loading jobs: %w", err)
+	}
+	for _, js := range recs {
+		a.jobQueue.Add(js.Job.ID)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, e := range a.allocs {
+		a.jobQueue.Add(e.jobID)
+	}
+	return nil
+}
+
 // restore rebuilds the runner of every stored allocation and starts it:
 // live tasks are re-adopted, dead ones go through their restart policy.
 func (a *Agent) restore() error {
@@ -327,6 +367,8 @@ func (a *Agent) Close() { a.shutdown() }
 func (a *Agent) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// No pass may start allocations while they are being let go of.
+	a.jobQueue.Wait()
 	if err := a.csi.Shutdown(ctx); err != nil {
 		a.logger.Warn("csi manager shutdown", "error", err)
 	}
@@ -416,6 +458,9 @@ func (a *Agent) forwardTaskEvents(ctx context.Context) {
 				Payload: api.EventPayload{AllocID: m.allocID, TaskName: m.task, TaskEvent: taskEvent(m.ev)},
 			})
 			if e := a.entry(m.allocID); e != nil {
+				// A task's change may settle its allocation, which an
+				// update of its job waits for.
+				a.jobQueue.Add(e.jobID)
 				stub := allocation(e.runner).Stub()
 				a.events.publish(&api.Event{
 					Topic: api.TopicAllocation, Type: "AllocationUpdated", Key: m.allocID,
@@ -456,6 +501,7 @@ func (a *Agent) track(e *allocEntry) {
 			Payload: api.EventPayload{JobID: stub.JobID, AllocID: stub.ID, Allocation: stub},
 		})
 		a.notifyChanged()
+		a.jobQueue.Add(e.jobID)
 	}()
 }
 

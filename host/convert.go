@@ -18,6 +18,7 @@ func allocation(ar *taskrunner.AllocRunner) *api.Allocation {
 		AllocListStub: api.AllocListStub{
 			ID:            al.ID,
 			JobID:         al.JobID,
+			JobVersion:    al.JobVersion,
 			TaskGroup:     al.TaskGroup,
 			ClientStatus:  al.ClientStatus,
 			DesiredStatus: al.DesiredStatus,
@@ -66,38 +67,42 @@ func taskEvent(ev *state.TaskEvent) *api.TaskEvent {
 	}
 }
 
-// jobFromAllocs describes a job from its allocations (newest first): the
-// newest one's copy of the job is the job.
-func jobFromAllocs(snaps []*taskrunner.AllocSnapshot) *api.Job {
-	newest := snaps[0].Alloc
-	j := newest.Job
-	out := &api.Job{ID: newest.JobID, Name: newest.JobID, SubmitTime: newest.CreateTime.UnixNano()}
-	if j != nil {
-		out.Name, out.Type = j.Name, j.Type
-		out.Datacenters, out.Meta = j.Datacenters, maps.Clone(j.Meta)
-		out.SourcePath = j.SourcePath
-		for _, g := range j.TaskGroups {
-			tg := &api.TaskGroup{Name: g.Name, Count: g.Count}
-			for _, t := range g.Tasks {
-				at := &api.Task{Name: t.Name, Driver: t.Driver}
-				if t.CSIPluginConfig != nil {
-					at.CSIPluginID, at.CSIPluginType = t.CSIPluginConfig.ID, t.CSIPluginConfig.Type
-				}
-				tg.Tasks = append(tg.Tasks, at)
+// apiJob is the API's view of a job spec.
+func apiJob(j *jobspec.Job) *api.Job {
+	out := &api.Job{ID: j.ID, Name: j.Name, Type: j.Type, Datacenters: j.Datacenters,
+		Meta: maps.Clone(j.Meta), SourcePath: j.SourcePath}
+	for _, g := range j.TaskGroups {
+		tg := &api.TaskGroup{Name: g.Name, Count: g.Count}
+		for _, t := range g.Tasks {
+			at := &api.Task{Name: t.Name, Driver: t.Driver}
+			if t.CSIPluginConfig != nil {
+				at.CSIPluginID, at.CSIPluginType = t.CSIPluginConfig.ID, t.CSIPluginConfig.Type
 			}
-			out.TaskGroups = append(out.TaskGroups, tg)
+			tg.Tasks = append(tg.Tasks, at)
 		}
+		out.TaskGroups = append(out.TaskGroups, tg)
 	}
+	return out
+}
+
+// jobStatus describes a job from its record and its allocations. The
+// summary counts every allocation the job has, whatever version it runs:
+// during an update, or when something went wrong, it shows what really
+// runs, not what should.
+func jobStatus(js *state.JobState, snaps []*taskrunner.AllocSnapshot) *api.Job {
+	out := apiJob(js.Spec.Job)
+	out.Version, out.Stop = js.Job.Version, js.Job.Stop
+	out.SubmitTime, out.ModifyTime = js.Job.SubmitTime.UnixNano(), js.Job.ModifyTime.UnixNano()
+
 	summary := &api.JobSummary{JobID: out.ID, Summary: map[string]api.TaskGroupSummary{}}
+	for _, g := range js.Spec.Job.TaskGroups {
+		summary.Summary[g.Name] = api.TaskGroupSummary{}
+	}
 	wanted, running, pending := 0, 0, 0
 	for _, s := range snaps {
 		al := s.Alloc
 		if al.ModifyTime.UnixNano() > out.ModifyTime {
 			out.ModifyTime = al.ModifyTime.UnixNano()
-		}
-		// Only the current version's allocations count towards the summary.
-		if !sameJob(al.Job, j) {
-			continue
 		}
 		g := summary.Summary[al.TaskGroup]
 		switch al.ClientStatus {
@@ -123,18 +128,17 @@ func jobFromAllocs(snaps []*taskrunner.AllocSnapshot) *api.Job {
 	}
 	out.JobSummary = summary
 	switch {
-	case wanted == 0:
-		out.Status, out.Stop = api.JobStatusDead, true
-		out.StatusDescription = "stopped"
+	case js.Job.Stop:
+		out.Status, out.StatusDescription = api.JobStatusDead, "stopped"
 	case running > 0:
 		out.Status = api.JobStatusRunning
-	case pending > 0:
+	case pending > 0 || wanted == 0 && len(snaps) == 0:
 		out.Status = api.JobStatusPending
 	default:
 		out.Status = api.JobStatusDead
 		out.StatusDescription = "all allocations finished"
 	}
-	if j != nil && j.Type == jobspec.JobTypeBatch && wanted > 0 && running == 0 && pending == 0 {
+	if !js.Job.Stop && js.Spec.Job.Type == jobspec.JobTypeBatch && wanted > 0 && running == 0 && pending == 0 {
 		out.StatusDescription = "batch complete"
 	}
 	return out

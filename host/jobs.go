@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pluginhost/pluginhost/host/api"
@@ -24,8 +24,11 @@ const updateWait = 2 * time.Minute
 // in parallel, so this is generous.
 const stopTimeout = 5 * time.Minute
 
-// RunJob starts a job's allocations. An unchanged job whose allocations are
-// wanted already starts nothing; a changed one replaces them (see doc.go).
+// RunJob records job as the next version of its job, together with every
+// allocation of that version, in one commit; then the job's reconciler
+// starts them and retires the previous version's (reconcile_jobs.go). An
+// unchanged job records nothing, but is still reconciled, so re-submitting
+// always converges to the file.
 func (a *Agent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterResponse, error) {
 	if job == nil || job.ID == "" {
 		return nil, &api.FieldError{Field: "Job", Err: errors.New("a job with an ID is required")}
@@ -34,132 +37,173 @@ func (a *Agent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterR
 		return nil, &api.FieldError{Field: "Datacenters", Err: fmt.Errorf(
 			"this agent is in datacenter %q, the job asks for %s", a.cfg.Datacenter, strings.Join(job.Datacenters, ", "))}
 	}
-	a.jobMu.Lock()
-	defer a.jobMu.Unlock()
-
-	old := a.wantedAllocs(job.ID)
-	if len(old) > 0 && sameJob(old[0].runner.State().Alloc.Job, job) {
-		return &api.JobRegisterResponse{JobID: job.ID}, nil
+	resp, err := a.submit(job)
+	if err != nil {
+		return nil, err
 	}
-
-	resp := &api.JobRegisterResponse{JobID: job.ID}
-	var started []*allocEntry
-	for _, g := range job.TaskGroups {
-		for i := 0; i < g.Count; i++ {
-			ar, err := taskrunner.NewAllocRunner(a.runnerCfg, job, g.Name, i)
-			if err != nil {
-				// Roll back what this submission started: a job runs whole
-				// or not at all.
-				a.stopEntries(started, false)
-				return nil, fmt.Errorf("starting %s[%d]: %w", g.Name, i, err)
-			}
-			e := &allocEntry{runner: ar, jobID: job.ID}
-			a.track(e)
-			ar.Run()
-			started = append(started, e)
-			resp.AllocIDs = append(resp.AllocIDs, ar.ID())
-		}
-	}
-	if len(old) > 0 {
-		// The replaced allocations stop once their successors run, in the
-		// background: the submitter need not wait for it.
-		a.wg.Add(1)
-		go func() {
-			defer a.wg.Done()
-			a.replace(old, started)
-		}()
+	if err := a.jobQueue.AddAndWait(ctx, job.ID); err != nil {
+		// The submission is recorded; the reconciler retries on its own.
+		a.logger.Warn("job recorded, first reconcile failed", "job_id", job.ID, "error", err)
 	}
 	return resp, nil
 }
 
-// replace stops old once every allocation of next is running or finished,
-// or after updateWait.
-func (a *Agent) replace(old, next []*allocEntry) {
-	deadline := time.NewTimer(updateWait)
-	defer deadline.Stop()
+// submit records a new version of job and its allocations in one commit and
+// starts their runners. It holds jobMu so the reconciler never sees the new
+// version without its allocations' runners.
+func (a *Agent) submit(job *jobspec.Job) (*api.JobRegisterResponse, error) {
+	a.jobMu.Lock()
+	defer a.jobMu.Unlock()
+	resp := &api.JobRegisterResponse{JobID: job.ID}
+	var (
+		res     *state.SubmitResult
+		runners []*taskrunner.AllocRunner
+	)
+	err := a.db.Update(func(tx *state.Tx) error {
+		var err error
+		runners = nil
+		res, err = tx.SubmitJob(job, time.Now(), jobspec.Equal)
+		if err != nil || !res.Changed {
+			return err
+		}
+		for _, g := range job.TaskGroups {
+			for i := 0; i < g.Count; i++ {
+				ar, err := taskrunner.PrepareAlloc(a.runnerCfg, job, res.Job.Version, g.Name, i)
+				if err != nil {
+					return fmt.Errorf("allocation %s[%d]: %w", g.Name, i, err)
+				}
+				if err := ar.Record(tx); err != nil {
+					return fmt.Errorf("allocation %s[%d]: %w", g.Name, i, err)
+				}
+				runners = append(runners, ar)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recording job %q: %w", job.ID, err)
+	}
+	for _, ar := range runners {
+		ar.Recorded()
+		a.track(&allocEntry{runner: ar, jobID: job.ID})
+		ar.Run()
+		resp.AllocIDs = append(resp.AllocIDs, ar.ID())
+	}
+	if res.Changed {
+		a.logger.Info("job version recorded", "job_id", job.ID, "version", res.Job.Version, "allocs", len(runners))
+	}
+	return resp, nil
+}
+
+// StopJob records that no allocation of the job should run (and, with
+// purge, that the job is to be forgotten) and waits until the reconciler
+// has stopped them. It uses its own deadline rather than the request's
+// for the wait: the stop is recorded and finishes whatever the client does.
+func (a *Agent) StopJob(ctx context.Context, jobID string, purge bool) error {
+	err := a.db.Update(func(tx *state.Tx) error {
+		js, err := tx.Job(jobID)
+		if err != nil {
+			return err
+		}
+		rec := *js.Job
+		if rec.Stop && (rec.Purge || !purge) {
+			return nil
+		}
+		rec.Stop, rec.Purge = true, rec.Purge || purge
+		rec.ModifyTime = time.Now()
+		return tx.PutJob(&rec)
+	})
+	if errors.Is(err, state.ErrJobNotFound) {
+		return fmt.Errorf("job %q: %w", jobID, api.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("stopping job %q: %w", jobID, err)
+	}
+	if err := a.jobQueue.AddAndWait(ctx, jobID); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, stopTimeout)
+	defer cancel()
+	return a.waitJobStopped(wctx, jobID, purge)
+}
+
+// waitJobStopped waits until every allocation of the job is done and, for a
+// purge, forgotten.
+func (a *Agent) waitJobStopped(ctx context.Context, jobID string, purge bool) error {
 	for {
 		a.mu.Lock()
 		changed := a.changed
 		a.mu.Unlock()
-		if allSettled(next) {
-			break
+		entries := a.jobAllocs(jobID)
+		done := true
+		for _, e := range entries {
+			select {
+			case <-e.runner.Done():
+			default:
+				done = false
+			}
+		}
+		if done && (!purge || len(entries) == 0) {
+			if st := a.jobQueue.Status(jobID); st.LastError != nil {
+				return fmt.Errorf("stopping job %q: %w", jobID, st.LastError)
+			}
+			return nil
 		}
 		select {
 		case <-changed:
-		case <-deadline.C:
-			a.logger.Warn("job update: new allocations not running in time, stopping the old ones anyway",
-				"wait", updateWait)
-			a.stopEntries(old, false)
-			return
+		case <-ctx.Done():
+			return fmt.Errorf("stopping job %q: %w", jobID, ctx.Err())
 		}
 	}
-	a.stopEntries(old, false)
 }
 
-func allSettled(entries []*allocEntry) bool {
-	for _, e := range entries {
-		switch e.runner.State().Alloc.ClientStatus {
-		case state.AllocClientStatusRunning, state.AllocClientStatusComplete, state.AllocClientStatusFailed:
-		default:
-			return false
+// RevertJob submits an earlier version's spec again, as a new version, as
+// Nomad's `job revert` does.
+func (a *Agent) RevertJob(ctx context.Context, jobID string, version uint64) (*api.JobRegisterResponse, error) {
+	js, err := a.db.Job(jobID)
+	if errors.Is(err, state.ErrJobNotFound) {
+		return nil, fmt.Errorf("job %q: %w", jobID, api.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if version == js.Job.Version {
+		return nil, &api.FieldError{Field: "JobVersion", Err: fmt.Errorf("version %d is the current version of job %q", version, jobID)}
+	}
+	versions, err := a.db.JobVersions(jobID)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range versions {
+		if v.Version == version {
+			return a.RunJob(ctx, v.Job)
 		}
 	}
-	return true
+	return nil, &api.FieldError{Field: "JobVersion", Err: fmt.Errorf(
+		"job %q has no version %d (the last %d versions are kept)", jobID, version, state.MaxJobVersions)}
 }
 
-// StopJob stops every allocation of a job; purge also forgets them.
-func (a *Agent) StopJob(ctx context.Context, jobID string, purge bool) error {
-	a.jobMu.Lock()
-	defer a.jobMu.Unlock()
-	entries := a.jobAllocs(jobID)
-	if len(entries) == 0 {
-		return fmt.Errorf("job %q: %w", jobID, api.ErrNotFound)
+// JobVersions lists a job's kept versions, newest first.
+func (a *Agent) JobVersions(ctx context.Context, jobID string) ([]*api.Job, error) {
+	js, err := a.db.Job(jobID)
+	if errors.Is(err, state.ErrJobNotFound) {
+		return nil, fmt.Errorf("job %q: %w", jobID, api.ErrNotFound)
 	}
-	return a.stopEntries(entries, purge)
-}
-
-// stopEntries stops (or destroys) allocations in parallel and waits. It uses
-// its own deadline rather than the request's: a client that goes away must
-// not leave a job half stopped.
-func (a *Agent) stopEntries(entries []*allocEntry, purge bool) error {
-	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-	defer cancel()
-	errs := make(chan error, len(entries))
-	for _, e := range entries {
-		go func() {
-			if purge {
-				err := e.runner.Destroy(ctx)
-				if err == nil {
-					a.mu.Lock()
-					delete(a.allocs, e.runner.ID())
-					a.mu.Unlock()
-				}
-				errs <- err
-				return
-			}
-			errs <- e.runner.Stop(ctx)
-		}()
+	if err != nil {
+		return nil, err
 	}
-	var all []error
-	for range entries {
-		if err := <-errs; err != nil {
-			all = append(all, err)
-		}
+	versions, err := a.db.JobVersions(jobID)
+	if err != nil {
+		return nil, err
 	}
-	a.notifyChanged()
-	return errors.Join(all...)
-}
-
-// wantedAllocs returns a job's allocations whose desired status is run,
-// newest first.
-func (a *Agent) wantedAllocs(jobID string) []*allocEntry {
-	var out []*allocEntry
-	for _, e := range a.jobAllocs(jobID) {
-		if e.runner.State().Alloc.DesiredStatus == state.AllocDesiredStatusRun {
-			out = append(out, e)
-		}
+	out := make([]*api.Job, 0, len(versions))
+	for _, v := range versions {
+		j := apiJob(v.Job)
+		j.Version, j.SubmitTime = v.Version, v.SubmitTime.UnixNano()
+		j.Stop = v.Version == js.Job.Version && js.Job.Stop
+		out = append(out, j)
 	}
-	return out
+	return out, nil
 }
 
 // jobAllocs returns every allocation of a job, newest first.
@@ -186,17 +230,6 @@ func sortNewestFirst(entries []*allocEntry) {
 	})
 }
 
-// sameJob compares two submissions of a job, ignoring where they were read
-// from.
-func sameJob(a, b *jobspec.Job) bool {
-	if a == nil || b == nil {
-		return false
-	}
-	x, y := *a, *b
-	x.SourcePath, y.SourcePath = "", ""
-	return reflect.DeepEqual(&x, &y)
-}
-
 // datacenterMatches applies Nomad's datacenter globs to this agent's.
 func (a *Agent) datacenterMatches(patterns []string) bool {
 	if len(patterns) == 0 {
@@ -210,54 +243,53 @@ func (a *Agent) datacenterMatches(patterns []string) bool {
 	return false
 }
 
-// Jobs lists every job the agent has allocations of.
+// Jobs lists every job the agent has a record of.
 func (a *Agent) Jobs(ctx context.Context) ([]*api.JobListStub, error) {
-	a.mu.Lock()
-	ids := make(map[string]struct{})
-	for _, e := range a.allocs {
-		ids[e.jobID] = struct{}{}
+	recs, err := a.db.Jobs()
+	if err != nil {
+		return nil, fmt.Errorf("listing jobs: %w", err)
 	}
-	a.mu.Unlock()
-	out := make([]*api.JobListStub, 0, len(ids))
-	for id := range ids {
-		j := a.job(id)
-		if j == nil {
-			continue
-		}
+	out := make([]*api.JobListStub, 0, len(recs))
+	for _, js := range recs {
+		j := a.describeJob(js)
 		out = append(out, &api.JobListStub{ID: j.ID, Name: j.Name, Type: j.Type, Status: j.Status,
-			StatusDescription: j.StatusDescription, Stop: j.Stop, SubmitTime: j.SubmitTime,
+			StatusDescription: j.StatusDescription, Stop: j.Stop, Version: j.Version, SubmitTime: j.SubmitTime,
 			ModifyTime: j.ModifyTime, JobSummary: j.JobSummary})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }
 
-// Job describes one job, from its newest allocation's copy of the job.
+// Job describes one job: its record, current version and allocations.
 func (a *Agent) Job(ctx context.Context, id string) (*api.Job, error) {
-	j := a.job(id)
-	if j == nil {
+	js, err := a.db.Job(id)
+	if errors.Is(err, state.ErrJobNotFound) {
 		return nil, fmt.Errorf("job %q: %w", id, api.ErrNotFound)
 	}
-	return j, nil
+	if err != nil {
+		return nil, fmt.Errorf("job %q: %w", id, err)
+	}
+	return a.describeJob(js), nil
 }
 
-func (a *Agent) job(id string) *api.Job {
-	entries := a.jobAllocs(id)
-	if len(entries) == 0 {
-		return nil
-	}
+func (a *Agent) describeJob(js *state.JobState) *api.Job {
+	entries := a.jobAllocs(js.Job.ID)
 	snaps := make([]*taskrunner.AllocSnapshot, len(entries))
 	for i, e := range entries {
 		snaps[i] = e.runner.State()
 	}
-	return jobFromAllocs(snaps)
+	return jobStatus(js, snaps)
 }
 
 // Allocs lists a job's allocations, newest first.
 func (a *Agent) Allocs(ctx context.Context, jobID string) ([]*api.AllocListStub, error) {
 	entries := a.jobAllocs(jobID)
 	if len(entries) == 0 {
-		return nil, fmt.Errorf("job %q: %w", jobID, api.ErrNotFound)
+		if _, err := a.db.Job(jobID); err != nil {
+			if errors.Is(err, state.ErrJobNotFound) {
+				return nil, fmt.Errorf("job %q: %w", jobID, api.ErrNotFound)
+			}
+			return nil, err
+		}
 	}
 	out := make([]*api.AllocListStub, len(entries))
 	for i, e := range entries {
@@ -301,17 +333,25 @@ func (a *Agent) lookupAlloc(prefix string) (*allocEntry, error) {
 	}
 }
 
-// stopAll stops every allocation the agent runs.
+// stopAll stops every allocation the agent runs (a dev agent on exit).
 func (a *Agent) stopAll() {
-	a.jobMu.Lock()
-	defer a.jobMu.Unlock()
 	a.mu.Lock()
 	entries := make([]*allocEntry, 0, len(a.allocs))
 	for _, e := range a.allocs {
 		entries = append(entries, e)
 	}
 	a.mu.Unlock()
-	if err := a.stopEntries(entries, false); err != nil {
-		a.logger.Warn("stopping allocations", "error", err)
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, e := range entries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := e.runner.Stop(ctx); err != nil {
+				a.logger.Warn("stopping allocation", "alloc_id", e.runner.ID(), "error", err)
+			}
+		}()
 	}
+	wg.Wait()
 }

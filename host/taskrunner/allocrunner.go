@@ -33,6 +33,10 @@ type AllocRunner struct {
 
 	runOnce sync.Once
 	done    chan struct{}
+
+	// received are the Received events of a prepared allocation, between
+	// PrepareAlloc and Recorded.
+	received []*state.TaskEvent
 }
 
 // NewUUID returns a random (version 4) UUID from crypto/rand.
@@ -45,8 +49,26 @@ func NewUUID() string {
 }
 
 // NewAllocRunner creates allocation index of group in job, with a new ID,
-// and records it; Run starts it.
+// and records it in a commit of its own; Run starts it. The agent uses
+// PrepareAlloc instead, to record a job's allocations with the job.
 func NewAllocRunner(cfg *Config, job *jobspec.Job, group string, index int) (*AllocRunner, error) {
+	ar, err := PrepareAlloc(cfg, job, 0, group, index)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Store.Update(ar.Record); err != nil {
+		return nil, fmt.Errorf("record allocation %s: %w", ar.ID(), err)
+	}
+	ar.Recorded()
+	return ar, nil
+}
+
+// PrepareAlloc builds the runner of a new allocation (index of group in
+// version of job) without recording it. The caller writes it with Record in
+// a transaction of its own, which may hold other allocations and the job's
+// record, calls Recorded once that committed, and then Run: an allocation
+// nobody can find after a crash must never start.
+func PrepareAlloc(cfg *Config, job *jobspec.Job, version uint64, group string, index int) (*AllocRunner, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -56,7 +78,7 @@ func NewAllocRunner(cfg *Config, job *jobspec.Job, group string, index int) (*Al
 	}
 	now := time.Now()
 	a := &state.Alloc{
-		ID: NewUUID(), JobID: job.ID, TaskGroup: group, Index: index, Job: job,
+		ID: NewUUID(), JobID: job.ID, JobVersion: version, TaskGroup: group, Index: index, Job: job,
 		DesiredStatus: state.AllocDesiredStatusRun, ClientStatus: state.AllocClientStatusPending,
 		CreateTime: now, ModifyTime: now,
 	}
@@ -64,37 +86,46 @@ func NewAllocRunner(cfg *Config, job *jobspec.Job, group string, index int) (*Al
 	if err != nil {
 		return nil, err
 	}
-	// The allocation, and each task's Received event and pending state,
-	// in one commit: nothing of it is worth a commit of its own, and a
-	// restarted agent finds either all of it or nothing.
-	received := make([]*state.TaskEvent, len(ar.tasks))
-	err = cfg.Store.Update(func(tx *state.Tx) error {
-		if err := tx.PutAlloc(a); err != nil {
+	ar.received = make([]*state.TaskEvent, len(ar.tasks))
+	for i := range ar.tasks {
+		ar.received[i] = newEvent(EventReceived, "Task received by the agent")
+	}
+	return ar, nil
+}
+
+// Record writes a prepared allocation, and each task's Received event and
+// pending state, in tx: nothing of it is worth a commit of its own, and a
+// restarted agent finds either all of it or nothing.
+func (ar *AllocRunner) Record(tx *state.Tx) error {
+	ar.mu.Lock()
+	a := ar.alloc
+	ar.mu.Unlock()
+	if err := tx.PutAlloc(&a); err != nil {
+		return err
+	}
+	pending := state.TaskState{State: state.TaskStatePending}
+	for i, tr := range ar.tasks {
+		if err := tx.AppendTaskEvent(a.ID, tr.task.Name, ar.received[i]); err != nil {
 			return err
 		}
-		pending := state.TaskState{State: state.TaskStatePending}
-		for i, tr := range ar.tasks {
-			received[i] = newEvent(EventReceived, "Task received by the agent")
-			if err := tx.AppendTaskEvent(a.ID, tr.task.Name, received[i]); err != nil {
-				return err
-			}
-			if err := tx.PutTaskState(a.ID, tr.task.Name, &pending); err != nil {
-				return err
-			}
+		if err := tx.PutTaskState(a.ID, tr.task.Name, &pending); err != nil {
+			return err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("record allocation %s: %w", a.ID, err)
 	}
+	return nil
+}
+
+// Recorded takes note that Record's transaction committed: the tasks are
+// pending and their Received events are announced.
+func (ar *AllocRunner) Recorded() {
 	for i, tr := range ar.tasks {
 		tr.mu.Lock()
 		tr.st.State = state.TaskStatePending
-		tr.events = append(tr.events, received[i])
+		tr.events = append(tr.events, ar.received[i])
 		tr.mu.Unlock()
-		tr.announce(received[i : i+1])
+		tr.announce(ar.received[i : i+1])
 	}
-	return ar, nil
+	ar.received = nil
 }
 
 // RestoreAllocRunner rebuilds the runner of a stored allocation; Run then
