@@ -252,4 +252,3 @@ func allSettled(entries []*allocEntry) bool {
 	}
 	return true
 }
-
