@@ -71,6 +71,7 @@ func (c *JobStatusCommand) show(client *api.Client, id string) int {
 		"ID|" + cell(job.ID),
 		"Name|" + cell(job.Name),
 		"Type|" + cell(job.Type),
+		fmt.Sprintf("Version|%d", job.Version),
 		"Status|" + cell(job.Status),
 		"Datacenters|" + cell(strings.Join(job.Datacenters, ",")),
 		"Submit Date|" + formatUnixNano(job.SubmitTime),
@@ -110,9 +111,9 @@ func (c *JobStatusCommand) show(client *api.Client, id string) int {
 // allocTable is the allocation table job status and plugin status share.
 func (m *Meta) allocTable(allocs []*api.AllocListStub) string {
 	now := m.now()
-	rows := []string{"ID|Job ID|Task Group|Desired|Status|Created|Modified"}
+	rows := []string{"ID|Job ID|Version|Task Group|Desired|Status|Created|Modified"}
 	for _, a := range allocs {
-		rows = append(rows, fmt.Sprintf("%s|%s|%s|%s|%s|%s|%s", m.shortID(a.ID), cell(a.JobID), cell(a.TaskGroup),
+		rows = append(rows, fmt.Sprintf("%s|%s|%d|%s|%s|%s|%s|%s", m.shortID(a.ID), cell(a.JobID), a.JobVersion, cell(a.TaskGroup),
 			cell(a.DesiredStatus), cell(a.ClientStatus), agoNano(now, a.CreateTime), agoNano(now, a.ModifyTime)))
 	}
 	return formatList(rows)

@@ -122,8 +122,8 @@ func TestJobStatusAndStop(t *testing.T) {
 	r = runCLI(t, ctx, addr, "job", "status", "sleep")
 	for _, want := range []string{"ID          = sleep", "Status      = running", "Allocations\n",
 		"Summary\nTask Group  Queued  Starting  Running  Failed  Complete  Lost\nsleepers    0       0         2        0       0         0\n",
-		"ID        Job ID  Task Group  Desired  Status   Created   Modified",
-		"00000001  sleep   sleepers    run      running  1h0m ago  1h0m ago"} {
+		"ID        Job ID  Version  Task Group  Desired  Status   Created   Modified",
+		"00000001  sleep   0        sleepers    run      running  1h0m ago  1h0m ago"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("job status sleep lacks %q:\n%s", want, r.stdout)
 		}

@@ -73,6 +73,8 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"job run":       func() (cli.Command, error) { return &JobRunCommand{Meta: m}, nil },
 		"job stop":      func() (cli.Command, error) { return &JobStopCommand{Meta: m}, nil },
 		"job status":    func() (cli.Command, error) { return &JobStatusCommand{Meta: m}, nil },
+		"job history":   func() (cli.Command, error) { return &JobHistoryCommand{Meta: m}, nil },
+		"job revert":    func() (cli.Command, error) { return &JobRevertCommand{JobRunCommand: &JobRunCommand{Meta: m}}, nil },
 		"job validate":  func() (cli.Command, error) { return &JobValidateCommand{Meta: m}, nil },
 		"alloc":         func() (cli.Command, error) { return &AllocCommand{Meta: m}, nil },
 		"alloc status":  func() (cli.Command, error) { return &AllocStatusCommand{Meta: m}, nil },

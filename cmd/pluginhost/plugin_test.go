@@ -85,7 +85,7 @@ func TestPluginStatusDetail(t *testing.T) {
 			"bbbbbbbb  controller  true    true     1m0s ago          healthy\n" +
 			"aaaaaaaa  node        false   false    never             probe: connection refused\n" +
 			"bbbbbbbb  node        true    true     1m0s ago          healthy\n",
-		"Allocations\nID        Job ID  Task Group  Desired  Status   Created   Modified\nbbbbbbbb  demo    csi",
+		"Allocations\nID        Job ID  Version  Task Group  Desired  Status   Created   Modified\nbbbbbbbb  demo    0        csi",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("plugin status mockcsi lacks %q:\n%s", want, r.stdout)

@@ -21,6 +21,10 @@ type Backend interface {
 	RunJob(ctx context.Context, job *jobspec.Job) (*JobRegisterResponse, error)
 	// StopJob stops a job's allocations; purge also forgets the job.
 	StopJob(ctx context.Context, jobID string, purge bool) error
+	// JobVersions lists a job's kept versions, newest first.
+	JobVersions(ctx context.Context, jobID string) ([]*Job, error)
+	// RevertJob submits an earlier version's spec again as a new version.
+	RevertJob(ctx context.Context, jobID string, version uint64) (*JobRegisterResponse, error)
 	Jobs(ctx context.Context) ([]*JobListStub, error)
 	Job(ctx context.Context, id string) (*Job, error)
 	// Allocs lists a job's allocations; it returns ErrNotFound for an

@@ -113,6 +113,25 @@ func (c *Client) StopJob(ctx context.Context, id string, purge bool) error {
 	return c.do(ctx, http.MethodDelete, "/v1/job/"+url.PathEscape(id), q, nil, nil)
 }
 
+// JobVersions lists a job's kept versions, newest first.
+func (c *Client) JobVersions(ctx context.Context, id string) ([]*Job, error) {
+	var out JobVersionsResponse
+	if err := c.do(ctx, http.MethodGet, "/v1/job/"+url.PathEscape(id)+"/versions", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Versions, nil
+}
+
+// RevertJob makes an earlier version of a job its next version.
+func (c *Client) RevertJob(ctx context.Context, id string, version uint64) (*JobRegisterResponse, error) {
+	var out JobRegisterResponse
+	req := &JobRevertRequest{JobID: id, JobVersion: version}
+	if err := c.do(ctx, http.MethodPost, "/v1/job/"+url.PathEscape(id)+"/revert", nil, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // JobAllocations lists a job's allocations.
 func (c *Client) JobAllocations(ctx context.Context, jobID string) ([]*AllocListStub, error) {
 	var out []*AllocListStub

@@ -10,6 +10,8 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/v1/jobs", methods{http.MethodGet: s.listJobs, http.MethodPost: s.registerJob}.handler(s.log))
 	mux.Handle("/v1/job/{id}", methods{http.MethodGet: s.getJob, http.MethodDelete: s.stopJob}.handler(s.log))
+	mux.Handle("/v1/job/{id}/versions", methods{http.MethodGet: s.jobVersions}.handler(s.log))
+	mux.Handle("/v1/job/{id}/revert", methods{http.MethodPost: s.revertJob, http.MethodPut: s.revertJob}.handler(s.log))
 	mux.Handle("/v1/job/{id}/allocations", methods{http.MethodGet: s.jobAllocs}.handler(s.log))
 	mux.Handle("/v1/allocation/{id}", methods{http.MethodGet: s.getAlloc}.handler(s.log))
 	mux.Handle("/v1/client/fs/logs/{id}", methods{http.MethodGet: s.allocLogs}.handler(s.log))

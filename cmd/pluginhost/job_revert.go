@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pluginhost/pluginhost/host/api"
+)
+
+// JobRevertCommand runs an earlier version of a job again.
+type JobRevertCommand struct {
+	*JobRunCommand
+}
+
+func (c *JobRevertCommand) Synopsis() string { return "Revert a job to an earlier version" }
+
+func (c *JobRevertCommand) Help() string {
+	return helpText(`
+Usage: pluginhost job revert [-detach] JOB VERSION
+
+  Submit version VERSION of a job (see 'job history') again. As in Nomad,
+  the revert is itself a new version: the allocations of the current one
+  stop once the reverted ones run. Then follow the job like 'job run'.
+
+Options:
+
+  -detach
+    Return right after the revert was accepted.
+` + helpAgentOptions)
+}
+
+func (c *JobRevertCommand) Run(args []string) int {
+	var detach bool
+	fs := c.flagSet("job revert", true, false)
+	fs.BoolVar(&detach, "detach", false, "")
+	if !c.parse(fs, args) {
+		return 1
+	}
+	if fs.NArg() != 2 {
+		return c.usageError("job revert", "This command takes two arguments: the job ID and the version")
+	}
+	id := fs.Arg(0)
+	version, err := strconv.ParseUint(fs.Arg(1), 10, 64)
+	if err != nil {
+		return c.usageError("job revert", fmt.Sprintf("VERSION must be a version number, got %q", fs.Arg(1)))
+	}
+	client, err := c.client()
+	if err != nil {
+		return c.fail("connecting to the agent", err)
+	}
+	defer client.Close()
+	var stream *api.EventStream
+	if !detach {
+		stream, err = client.Events(c.Ctx, api.TopicAllocation, api.TopicTask)
+		if err != nil {
+			return c.fail("subscribing to events", err)
+		}
+		defer stream.Close()
+	}
+	resp, err := client.RevertJob(c.Ctx, id, version)
+	if err != nil {
+		return c.fail(fmt.Sprintf("reverting job %q to version %d", id, version), err)
+	}
+	c.Ui.Output(fmt.Sprintf("==> %s: Job %q reverted to version %d", formatTime(c.now()), resp.JobID, version))
+	if len(resp.AllocIDs) > 0 {
+		ids := make([]string, len(resp.AllocIDs))
+		for i, a := range resp.AllocIDs {
+			ids[i] = c.shortID(a)
+		}
+		c.Ui.Output("    Allocations created: " + strings.Join(ids, ", "))
+	}
+	if detach {
+		return 0
+	}
+	return c.monitor(client, stream, resp)
+}
