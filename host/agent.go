@@ -126,6 +126,9 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("agent: data dir: %w", err)
 	}
+	if err := checkStateFile(cfg.DataDir); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	a.db, err = state.Open(filepath.Join(cfg.DataDir, StateFileName), state.Options{Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)

@@ -258,29 +258,40 @@ func (db *DB) TaskEvents(allocID, task string) ([]*TaskEvent, error) {
 func (db *DB) LoadAllocs() ([]*AllocState, error) {
 	var out []*AllocState
 	err := db.view("load allocs", func(tx *bbolt.Tx) error {
-		return eachAlloc(tx, func(id []byte, ab *bbolt.Bucket) error {
-			a, err := readAlloc(id, ab)
+		var err error
+		out, err = readAllocs(tx)
+		return err
+	})
+	return out, err
+}
+
+func readAllocs(tx *bbolt.Tx) ([]*AllocState, error) {
+	var out []*AllocState
+	if tx.Bucket([]byte(bucketAllocs)) == nil {
+		return nil, nil
+	}
+	err := eachAlloc(tx, func(id []byte, ab *bbolt.Bucket) error {
+		a, err := readAlloc(id, ab)
+		if err != nil {
+			return err
+		}
+		as := &AllocState{Alloc: a, Tasks: map[string]*TaskRecord{}}
+		tasks := ab.Bucket([]byte(bucketTasks))
+		if tasks != nil {
+			err = tasks.ForEachBucket(func(name []byte) error {
+				tr, err := readTask(tasks.Bucket(name))
+				if err != nil {
+					return fmt.Errorf("alloc %s task %s: %w", id, name, err)
+				}
+				as.Tasks[string(name)] = tr
+				return nil
+			})
 			if err != nil {
 				return err
 			}
-			as := &AllocState{Alloc: a, Tasks: map[string]*TaskRecord{}}
-			tasks := ab.Bucket([]byte(bucketTasks))
-			if tasks != nil {
-				err = tasks.ForEachBucket(func(name []byte) error {
-					tr, err := readTask(tasks.Bucket(name))
-					if err != nil {
-						return fmt.Errorf("alloc %s task %s: %w", id, name, err)
-					}
-					as.Tasks[string(name)] = tr
-					return nil
-				})
-				if err != nil {
-					return err
-				}
-			}
-			out = append(out, as)
-			return nil
-		})
+		}
+		out = append(out, as)
+		return nil
 	})
 	return out, err
 }

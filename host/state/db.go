@@ -135,8 +135,28 @@ func (db *DB) verify(timeout time.Duration) (err error) {
 			return nil
 		})
 		_ = touched
-		return err
+		if err != nil {
+			return err
+		}
+		if err := checkRecords(tx); err != nil {
+			return fmt.Errorf("state file %s has a damaged record, left as it was: %w", db.path, err)
+		}
+		return nil
 	})
+}
+
+// checkRecords decodes every record the agent will read at start, with the
+// readers it will use, so that a damaged record refuses the file here,
+// before a migration, a backup or the open's own commit has written
+// anything: a refused file is left as it was.
+func checkRecords(tx *bbolt.Tx) error {
+	if _, err := readPlugins(tx); err != nil {
+		return err
+	}
+	if _, err := readAllocs(tx); err != nil {
+		return err
+	}
+	return readAllJobs(tx)
 }
 
 // maxBucketDepth bounds recursion through nested buckets; ours nest four

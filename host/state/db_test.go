@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -258,6 +259,56 @@ func TestCorruptFiles(t *testing.T) {
 			want:    "schema version",
 		},
 		{
+			name: "damaged alloc record",
+			damage: func(t *testing.T, path string) {
+				boltUpdate(t, path, func(tx *bbolt.Tx) error {
+					return tx.Bucket([]byte(bucketAllocs)).Bucket([]byte("a-1")).Put([]byte(keyAlloc), []byte("{not json"))
+				})
+			},
+			wantErr: ErrCorrupt,
+			want:    "alloc a-1",
+		},
+		{
+			name: "damaged task event",
+			damage: func(t *testing.T, path string) {
+				boltUpdate(t, path, func(tx *bbolt.Tx) error {
+					tb := tx.Bucket([]byte(bucketAllocs)).Bucket([]byte("a-2")).Bucket([]byte(bucketTasks)).Bucket([]byte("web"))
+					return tb.Bucket([]byte(bucketEvents)).Put(seqKey(3), []byte("]"))
+				})
+			},
+			wantErr: ErrCorrupt,
+			want:    "alloc a-2 task web",
+		},
+		{
+			name: "job record without its version",
+			damage: func(t *testing.T, path string) {
+				boltUpdate(t, path, func(tx *bbolt.Tx) error {
+					jb, err := tx.Bucket([]byte(bucketJobs)).CreateBucket([]byte("web"))
+					if err != nil {
+						return err
+					}
+					return putJSON(jb, []byte(keyJob), &Job{ID: "web", Version: 3})
+				})
+			},
+			wantErr: ErrCorrupt,
+			want:    "job web has no spec for its version 3",
+		},
+		{
+			// An old file is checked before it is backed up and migrated:
+			// a damaged one is refused with nothing written.
+			name: "damaged record in a file to upgrade",
+			damage: func(t *testing.T, path string) {
+				boltUpdate(t, path, func(tx *bbolt.Tx) error {
+					if err := putVersion(tx, 1); err != nil {
+						return err
+					}
+					return tx.Bucket([]byte(bucketAllocs)).Bucket([]byte("a-0")).Put([]byte(keyAlloc), []byte("7"))
+				})
+			},
+			wantErr: ErrCorrupt,
+			want:    "alloc a-0",
+		},
+		{
 			name: "newer schema",
 			damage: func(t *testing.T, path string) {
 				boltUpdate(t, path, func(tx *bbolt.Tx) error { return putVersion(tx, 99) })
@@ -295,6 +346,9 @@ func TestCorruptFiles(t *testing.T) {
 			}
 			if !bytes.Equal(before, after) {
 				t.Error("a refused state file was modified")
+			}
+			if backups, _ := filepath.Glob(path + ".backup-*"); len(backups) > 0 {
+				t.Errorf("a refused state file was backed up: %v", backups)
 			}
 			assertUnlocked(t, path)
 		})

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -244,4 +245,29 @@ func readJob(id []byte, jb *bbolt.Bucket) (*JobState, error) {
 		return nil, fmt.Errorf("%w: job %s has no spec for its version %d", ErrCorrupt, id, rec.Version)
 	}
 	return js, nil
+}
+
+// readAllJobs decodes every job record and every kept version, for the
+// check Open makes before it writes anything.
+func readAllJobs(tx *bbolt.Tx) error {
+	jobs := tx.Bucket([]byte(bucketJobs))
+	if jobs == nil {
+		return nil
+	}
+	return jobs.ForEachBucket(func(id []byte) error {
+		jb := jobs.Bucket(id)
+		if _, err := readJob(id, jb); err != nil {
+			return err
+		}
+		vb := jb.Bucket([]byte(bucketVersions))
+		if vb == nil {
+			return nil
+		}
+		return forEachJSON(vb, func(k []byte, v *JobVersion) error {
+			if len(k) != 8 || binary.BigEndian.Uint64(k) != v.Version || v.Job == nil || v.Job.ID != string(id) {
+				return fmt.Errorf("%w: job %s: version record %x does not hold version %d of this job", ErrCorrupt, id, k, v.Version)
+			}
+			return nil
+		})
+	})
 }

@@ -79,21 +79,32 @@ func (db *DB) DeletePlugin(pluginType, name, allocID string) error {
 func (db *DB) Plugins() ([]*dynamic.PluginInfo, error) {
 	var out []*dynamic.PluginInfo
 	err := db.view("list plugins", func(tx *bbolt.Tx) error {
-		b := tx.Bucket([]byte(bucketPlugins))
-		return forEachJSON(b, func(k []byte, p *dynamic.PluginInfo) error {
-			typ, name, alloc, err := parsePluginKey(k)
-			if err != nil {
-				return fmt.Errorf("%w: %w", ErrCorrupt, err)
-			}
-			if typ != p.Type || name != p.Name || alloc != p.AllocID {
-				return fmt.Errorf("%w: plugin record %q holds (%q, %q, %q)", ErrCorrupt, k, p.Type, p.Name, p.AllocID)
-			}
-			out = append(out, p)
-			return nil
-		})
+		var err error
+		out, err = readPlugins(tx)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+func readPlugins(tx *bbolt.Tx) ([]*dynamic.PluginInfo, error) {
+	var out []*dynamic.PluginInfo
+	b := tx.Bucket([]byte(bucketPlugins))
+	if b == nil {
+		return nil, nil
+	}
+	err := forEachJSON(b, func(k []byte, p *dynamic.PluginInfo) error {
+		typ, name, alloc, err := parsePluginKey(k)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		if typ != p.Type || name != p.Name || alloc != p.AllocID {
+			return fmt.Errorf("%w: plugin record %q holds (%q, %q, %q)", ErrCorrupt, k, p.Type, p.Name, p.AllocID)
+		}
+		out = append(out, p)
+		return nil
+	})
+	return out, err
 }
