@@ -15,15 +15,33 @@
 // after a restart sees "plugin not found" merely because the agent was quicker
 // than its plugins (Nomad #7200, #13028).
 //
-// # Jobs
+// # Jobs: durable desired state, one reconciler
 //
-// A job exists while it has allocations; there is no separate job record.
-// Every allocation stores the job it was started with, so a restored agent
-// knows its jobs without re-reading any file. Submitting a job that is
-// unchanged does nothing. Submitting a changed job starts new allocations and
-// stops the old ones only once the new ones are running (or have failed), so a
-// CSI plugin stays available through its own update: the new allocation
-// registers, becomes the active instance, and the old one deregisters after.
+// A job is a record in the state store (state.Job): the version that should
+// run, whether it is stopped or to be purged, and the last versions' specs.
+// Every allocation stores the job version it runs. Changing a job is two
+// steps, and only the first happens in the request:
+//
+//  1. record: submit (jobs.go) commits the new version and every allocation
+//     of it in one transaction and starts their runners; StopJob commits the
+//     stop (and purge) flag. Nothing is ever started that the store could
+//     forget, and after a crash a submission is there whole or not at all.
+//  2. reconcile: reconcileJob (reconcile_jobs.go) runs on a
+//     internal/reconcile queue keyed by job ID. It reads the record and
+//     compares it with the allocations: slots of the current version without
+//     an allocation get one; earlier versions' allocations stop once the
+//     current ones have settled (running, complete or failed; or updateWait
+//     after the submission), so a CSI plugin stays available through its own
+//     update; a stopped job's allocations stop; a purged job is forgotten
+//     once they have. Stops run in the background, a pass never blocks on a
+//     kill_timeout. Task events and finished allocations add the job to the
+//     queue again.
+//
+// At every start, after the allocations are restored, every job is added to
+// the queue, so whatever a killed agent left half done (an update, a stop, a
+// purge) is finished by the same code that does it normally. jobMu keeps a
+// pass from seeing a version that submit has recorded but whose runners it
+// has not started yet.
 //
 // # Shutdown
 //
