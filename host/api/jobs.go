@@ -123,7 +123,10 @@ type jobProblems struct {
 func (e *jobProblems) Error() string {
 	first := e.Problems[0]
 	msg := fmt.Sprintf("%s: %s", first.Summary, first.Detail)
-	if n := len(e.Problems) - 1; n > 0 {
+	switch n := len(e.Problems) - 1; {
+	case n == 1:
+		msg += " (and 1 more problem, listed in diagnostics)"
+	case n > 1:
 		msg += fmt.Sprintf(" (and %d more problems, listed in diagnostics)", n)
 	}
 	return msg

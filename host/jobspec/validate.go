@@ -250,7 +250,7 @@ func (v *validation) restart(f string, p, inherited *RestartPolicy) {
 }
 
 func (v *validation) volume(f, alias string, vol *VolumeRequest) {
-	v.name(f, "volume alias", alias)
+	v.name(f+".Name", "volume alias", alias)
 	if vol == nil {
 		v.null(f, "volume")
 		return
