@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
 )
 
@@ -24,12 +25,16 @@ type ErrorResponse struct {
 	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
 }
 
-// Diagnostic is one parse error with its location.
+// Diagnostic is one problem of a submitted job: a job file's parse error
+// with its location, or a JSON job's validation problem with its field.
 type Diagnostic struct {
 	Summary string
 	Detail  string `json:",omitempty"`
 	// Range is "file:line:col", the form editors jump to.
 	Range string `json:",omitempty"`
+	// Field is the request field at fault, such as
+	// "Job.TaskGroups[0].Tasks[0].Name".
+	Field string `json:",omitempty"`
 }
 
 // writeError turns err into a status code and JSON body. It is the only place
@@ -71,9 +76,18 @@ func writeError(w http.ResponseWriter, r *http.Request, log hclog.Logger, err er
 	writeJSON(w, log, status, resp)
 }
 
-// diagnosticsOf extracts HCL diagnostics from a parse error, if it carries
-// them, so that clients can show each problem with its location.
+// diagnosticsOf extracts HCL diagnostics from a parse error, or problems
+// from a job's validation error, so that clients can show each problem with
+// its location or field.
 func diagnosticsOf(err error) []Diagnostic {
+	var ve *jobspec.ValidationError
+	if errors.As(err, &ve) {
+		out := make([]Diagnostic, 0, len(ve.Problems))
+		for _, p := range ve.Problems {
+			out = append(out, Diagnostic{Summary: p.Summary, Detail: p.Detail, Field: jobField(p.Field)})
+		}
+		return out
+	}
 	var diags hcl.Diagnostics
 	var de *hclstrict.DiagnosticsError
 	if errors.As(err, &de) {

@@ -56,8 +56,8 @@ func (f *fakeBackend) RunJob(ctx context.Context, job *jobspec.Job) (*JobRegiste
 	f.maybePanic("RunJob")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if job.Type == "reject" {
-		return nil, &FieldError{Field: "Job.Type", Err: errors.New(`"reject" is not a job type`)}
+	if job.ID == "reject" {
+		return nil, &FieldError{Field: "Job.ID", Err: errors.New(`the fake backend refuses job "reject"`)}
 	}
 	f.ran = append(f.ran, job)
 	f.jobs[job.ID] = &Job{ID: job.ID, Name: job.Name, Type: job.Type, Status: JobStatusPending}

@@ -1,9 +1,9 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
@@ -60,9 +60,9 @@ func (s *Server) registerJob(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, s.log, http.StatusOK, resp)
 }
 
-// jobOf turns a register request into a job the backend can trust to be
-// structurally whole (no nil groups or tasks, names set); the rules about
-// what a job may contain are the parser's and the backend's.
+// jobOf turns a register request into a job the backend can trust: a
+// submitted JSON job is held to exactly the rules of a job file, through the
+// same validator, so no input path is looser than the other.
 func (s *Server) jobOf(req *JobRegisterRequest) (*jobspec.Job, error) {
 	switch {
 	case req.Source != "" && req.Job != nil:
@@ -70,10 +70,14 @@ func (s *Server) jobOf(req *JobRegisterRequest) (*jobspec.Job, error) {
 	case req.Source == "" && req.Job == nil:
 		return nil, fieldErrorf("Source", "is empty: give a job file's text in Source or a parsed job in Job")
 	case req.Job != nil:
-		if err := checkJob(req.Job); err != nil {
-			return nil, err
+		job := req.Job
+		jobspec.Canonicalize(job)
+		if err := jobspec.Validate(job); err != nil {
+			return nil, invalidJob(err)
 		}
-		return req.Job, nil
+		// Not a file on the agent's disk, whatever the submitter wrote.
+		job.SourcePath = ""
+		return job, nil
 	}
 	name := req.Filename
 	if name == "" {
@@ -92,39 +96,43 @@ func (s *Server) jobOf(req *JobRegisterRequest) (*jobspec.Job, error) {
 	return job, nil
 }
 
-func checkJob(job *jobspec.Job) error {
-	if strings.TrimSpace(job.ID) == "" {
-		return fieldErrorf("Job.ID", "is empty")
+// invalidJob makes Validate's error a *FieldError on the first problem's
+// field; the body's diagnostics list every problem with its own field.
+func invalidJob(err error) error {
+	var ve *jobspec.ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) == 0 {
+		return &FieldError{Field: "Job", Err: err}
 	}
-	if len(job.TaskGroups) == 0 {
-		return fieldErrorf("Job.TaskGroups", "job %q has no groups", job.ID)
-	}
-	for i, tg := range job.TaskGroups {
-		f := fmt.Sprintf("Job.TaskGroups[%d]", i)
-		if tg == nil {
-			return fieldErrorf(f, "is null")
-		}
-		if strings.TrimSpace(tg.Name) == "" {
-			return fieldErrorf(f+".Name", "is empty")
-		}
-		if len(tg.Tasks) == 0 {
-			return fieldErrorf(f+".Tasks", "group %q has no tasks", tg.Name)
-		}
-		for j, t := range tg.Tasks {
-			tf := fmt.Sprintf("%s.Tasks[%d]", f, j)
-			if t == nil {
-				return fieldErrorf(tf, "is null")
-			}
-			if strings.TrimSpace(t.Name) == "" {
-				return fieldErrorf(tf+".Name", "is empty")
-			}
-			if strings.TrimSpace(t.Driver) == "" {
-				return fieldErrorf(tf+".Driver", "task %q has no driver", t.Name)
-			}
-		}
-	}
-	return nil
+	return &FieldError{Field: jobField(ve.Problems[0].Field), Err: &jobProblems{ve}}
 }
+
+// jobField is a job field path as a request field.
+func jobField(path string) string {
+	if path == "" {
+		return "Job"
+	}
+	return "Job." + path
+}
+
+// jobProblems words a validation error by its first problem, since the
+// FieldError around it names that problem's field.
+type jobProblems struct {
+	*jobspec.ValidationError
+}
+
+func (e *jobProblems) Error() string {
+	first := e.Problems[0]
+	msg := fmt.Sprintf("%s: %s", first.Summary, first.Detail)
+	switch n := len(e.Problems) - 1; {
+	case n == 1:
+		msg += " (and 1 more problem, listed in diagnostics)"
+	case n > 1:
+		msg += fmt.Sprintf(" (and %d more problems, listed in diagnostics)", n)
+	}
+	return msg
+}
+
+func (e *jobProblems) Unwrap() error { return e.ValidationError }
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)

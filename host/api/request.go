@@ -63,11 +63,19 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 		case errors.Is(err, io.EOF):
 			return fieldErrorf("body", "is empty; want a JSON object")
 		case errors.As(err, &ute):
-			return fieldErrorf(ute.Field, "want %s, got JSON %s", ute.Type, ute.Value)
+			field := ute.Field
+			if field == "" {
+				// The body itself is of the wrong JSON type.
+				field = "body"
+			}
+			return fieldErrorf(field, "want %s, got JSON %s", ute.Type, ute.Value)
 		case errors.As(err, &se):
 			return fieldErrorf("body", "invalid JSON at byte %d: %v", se.Offset, err)
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			if f == "" {
+				return fieldErrorf("body", "unknown field \"\"")
+			}
 			return fieldErrorf(f, "unknown field")
 		default:
 			return fieldErrorf("body", "%v", err)

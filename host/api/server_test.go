@@ -319,12 +319,12 @@ func TestClientEndpoints(t *testing.T) {
 
 	// Register a parsed job; a backend refusal names its field.
 	job := &jobspec.Job{ID: "parsed", Type: "batch", TaskGroups: []*jobspec.TaskGroup{{Name: "g",
-		Tasks: []*jobspec.Task{{Name: "t", Driver: "raw_exec"}}}}}
+		Tasks: []*jobspec.Task{{Name: "t", Driver: "raw_exec", Config: &jobspec.TaskConfig{Command: "/bin/true"}}}}}}
 	if _, err := c.RegisterJob(ctx, job); err != nil {
 		t.Fatalf("RegisterJob: %v", err)
 	}
-	job.Type = "reject"
-	if _, err := c.RegisterJob(ctx, job); !errors.As(err, &se) || se.StatusCode != 400 || se.Field != "Job.Type" {
+	job.ID = "reject"
+	if _, err := c.RegisterJob(ctx, job); !errors.As(err, &se) || se.StatusCode != 400 || se.Field != "Job.ID" {
 		t.Errorf("rejected job: %v", err)
 	}
 

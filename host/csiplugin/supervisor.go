@@ -120,8 +120,9 @@ func (s *supervisor) Name() string { return HookName }
 // both fields; an allocation restored from an older or hand-edited store
 // may not have been through it.
 func (s *supervisor) validate() error {
-	if s.plugin.ID == "" || strings.ContainsAny(s.plugin.ID, "/\x00") || s.plugin.ID == "." || s.plugin.ID == ".." {
-		return taskrunner.Fatal(fmt.Errorf("csi_plugin: invalid id %q", s.plugin.ID))
+	// The ID is an element of mountDir, created by ensureDirs.
+	if err := taskrunner.CheckPathElem("csi_plugin id", s.plugin.ID); err != nil {
+		return taskrunner.Fatal(fmt.Errorf("csi_plugin: %w", err))
 	}
 	if s.types == nil {
 		return taskrunner.Fatal(fmt.Errorf("csi_plugin %s: invalid type %q (want monolith, node or controller)", s.plugin.ID, s.plugin.Type))

@@ -1,13 +1,10 @@
 package jobspec
 
 import (
-	"path"
 	"regexp"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
-
-	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
 )
 
 // csi_plugin defaults, as in Nomad.
@@ -27,55 +24,29 @@ var csiPluginSchema = &hcl.BodySchema{
 	},
 }
 
-func decodeCSIPlugin(d *hclstrict.Decoder, b *hcl.Block) *TaskCSIPluginConfig {
+// decodeCSIPlugin decodes the csi_plugin block whose config is the field f.
+func decodeCSIPlugin(d *decoder, b *hcl.Block, f string) *TaskCSIPluginConfig {
+	d.at(f, b.DefRange)
 	c := d.Content(b.Body, csiPluginSchema)
 	p := &TaskCSIPluginConfig{MountDir: DefaultCSIMountDir, HealthTimeout: DefaultCSIHealthTimeout}
 
-	if attr := c.Attributes["id"]; attr == nil {
-		d.Errorf(b.DefRange, "Missing plugin id", "csi_plugin needs `id`, the name volumes refer to the plugin by.")
-	} else if s, ok := d.String(attr, nil); ok {
-		if !csiPluginIDPattern.MatchString(s) {
-			d.Errorf(attr.Expr.Range(), "Invalid plugin id",
-				"The plugin id must start with a letter or digit and hold only letters, digits, '.', '_' and '-' (at most 128), got %q.", s)
-		}
-		p.ID = s
+	if attr := c.Attributes["id"]; d.required(f+".ID", attr, b, "Missing plugin id",
+		"csi_plugin needs `id`, the name volumes refer to the plugin by.") {
+		p.ID, _ = d.str(f+".ID", attr, nil)
 	}
-	if attr := c.Attributes["type"]; attr == nil {
-		d.Errorf(b.DefRange, "Missing plugin type", "csi_plugin needs `type`: \"monolith\", \"node\" or \"controller\".")
-	} else if s, ok := d.String(attr, nil); ok {
-		switch s {
-		case CSIPluginTypeMonolith, CSIPluginTypeNode, CSIPluginTypeController:
-		default:
-			d.Errorf(attr.Expr.Range(), "Invalid plugin type", "The plugin type must be \"monolith\", \"node\" or \"controller\", got %q.", s)
-		}
-		p.Type = s
+	if attr := c.Attributes["type"]; d.required(f+".Type", attr, b, "Missing plugin type",
+		"csi_plugin needs `type`: \"monolith\", \"node\" or \"controller\".") {
+		p.Type, _ = d.str(f+".Type", attr, nil)
 	}
-	if attr := c.Attributes["mount_dir"]; attr != nil {
-		if s, ok := d.String(attr, nil); ok {
-			checkAbsDir(d, attr, s)
-			p.MountDir = s
-		}
+	if s, ok := d.str(f+".MountDir", c.Attributes["mount_dir"], nil); ok {
+		p.MountDir = s
 	}
 	p.StagePublishBaseDir = p.MountDir
-	if attr := c.Attributes["stage_publish_base_dir"]; attr != nil {
-		if s, ok := d.String(attr, nil); ok {
-			checkAbsDir(d, attr, s)
-			p.StagePublishBaseDir = s
-		}
+	if s, ok := d.str(f+".StagePublishBaseDir", c.Attributes["stage_publish_base_dir"], nil); ok {
+		p.StagePublishBaseDir = s
 	}
-	if attr := c.Attributes["health_timeout"]; attr != nil {
-		if v, ok := d.Duration(attr); ok {
-			if v == 0 {
-				d.Errorf(attr.Expr.Range(), "Invalid health_timeout", "health_timeout must be longer than zero.")
-			}
-			p.HealthTimeout = v
-		}
+	if v, ok := d.duration(f+".HealthTimeout", c.Attributes["health_timeout"]); ok {
+		p.HealthTimeout = v
 	}
 	return p
-}
-
-func checkAbsDir(d *hclstrict.Decoder, attr *hcl.Attribute, s string) {
-	if !path.IsAbs(s) {
-		d.Errorf(attr.Expr.Range(), "Invalid "+attr.Name, "%s must be an absolute path, got %q.", attr.Name, s)
-	}
 }

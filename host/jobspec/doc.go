@@ -14,6 +14,39 @@
 // error, after which decoding is skipped because the partial tree would
 // produce misleading follow-on errors.
 //
+// Decoding and validating are separate. The decoder only knows about the
+// file's shape (syntax, unknown keys, value types, repeated blocks, missing
+// required keys) and records where each Job field was written. Every other
+// rule lives in Validate, which names problems by Go field path
+// ("TaskGroups[0].Tasks[1].Name"); Parse reports each at the range recorded
+// for that path, or for its closest enclosing field when the file did not
+// write it. A field the decoder already reported is not validated again.
+//
+// # JSON jobs
+//
+// A job submitted through the HTTP API as JSON is this package's Job
+// structure, encoded with Go's field names. It goes through Canonicalize,
+// then Validate: the same rules, in the same words, as a job file, with
+// problems naming the field instead of a line. Canonicalize reads these zero
+// values as "not given" and fills in the parser's default:
+//
+//	Type ""                        "service"
+//	Name ""                        the ID
+//	Datacenters null               ["*"] (an empty list is refused)
+//	Meta, Env, Volumes null        empty
+//	TaskGroup.Restart null         the job type's default policy
+//	Task.Restart null              the group's policy
+//	Task.KillTimeout 0             5s (a JSON job cannot ask for zero)
+//	Task.KillSignal ""             "SIGINT"
+//	Task.Logs, Task.Resources null the defaults below
+//	VolumeRequest.Name ""          its alias (the Volumes key)
+//	CSIPluginConfig.MountDir ""    "/csi"; StagePublishBaseDir "" its MountDir
+//	CSIPluginConfig.HealthTimeout 0  30s
+//
+// Everything else is taken as written: Count 0 means no allocation, as in a
+// job file, and a given Restart, Logs or Resources object is taken whole
+// (its zero fields are zero, not defaults). Durations are nanoseconds.
+//
 // # Invariants for consumers
 //
 //   - A returned *Job is fully validated and every field holds its final
@@ -23,8 +56,9 @@
 //   - Task.Restart is the merged policy: Nomad's default for the job type,
 //     overlaid with the group's restart block, overlaid key by key with the
 //     task's. TaskGroup.Restart is the group-level merge.
-//   - Names (job ID, group, task) never contain '/', whitespace, control
-//     characters, and are never "." or "..": they are safe as path elements.
+//   - Names (job ID, group, task, volume alias) never contain '/',
+//     whitespace, control characters, and are never "." or "..": they are
+//     safe as path elements.
 //   - CSI plugin IDs match [A-Za-z0-9][A-Za-z0-9._-]{0,127}; one allocation
 //     serves a plugin ID at most once per role (node, controller; monolith
 //     counts as both).

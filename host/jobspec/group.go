@@ -1,9 +1,9 @@
 package jobspec
 
 import (
-	"github.com/hashicorp/hcl/v2"
+	"fmt"
 
-	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
+	"github.com/hashicorp/hcl/v2"
 )
 
 var groupSchema = &hcl.BodySchema{
@@ -16,21 +16,24 @@ var groupSchema = &hcl.BodySchema{
 	},
 }
 
-func decodeGroup(d *hclstrict.Decoder, job *Job, block *hcl.Block) *TaskGroup {
+// fieldIndex names element i of a list field.
+func fieldIndex(field string, i int) string { return fmt.Sprintf("%s[%d]", field, i) }
+
+// fieldKey names the entry key of a map field.
+func fieldKey(field, key string) string { return fmt.Sprintf("%s[%q]", field, key) }
+
+func decodeGroup(d *decoder, job *Job, block *hcl.Block, f string) *TaskGroup {
 	g := &TaskGroup{Name: block.Labels[0], Count: 1, Volumes: map[string]*VolumeRequest{}}
-	checkName(d, "group name", g.Name, labelRange(block))
+	d.at(f, block.DefRange)
+	d.at(f+".Name", labelRange(block))
 	before := d.Count()
 	c := d.Content(block.Body, groupSchema)
-	clean := d.Count() == before
+	if d.Count() > before {
+		d.failed(f + ".Tasks")
+	}
 
-	if attr := c.Attributes["count"]; attr != nil {
-		if n, ok := d.Int(attr, 0, maxCount); ok {
-			g.Count = n
-			if n > 1 && (job.Type == JobTypeSystem || job.Type == JobTypeSysBatch) {
-				d.Errorf(attr.Expr.Range(), "Invalid count",
-					"A %s job runs at most one allocation per node, so count must be 0 or 1, got %d.", job.Type, n)
-			}
-		}
+	if n, ok := d.whole(f+".Count", c.Attributes["count"], 0, maxCount); ok {
+		g.Count = n
 	}
 
 	var restarts, metas, volumes, tasks hcl.Blocks
@@ -47,61 +50,22 @@ func decodeGroup(d *hclstrict.Decoder, job *Job, block *hcl.Block) *TaskGroup {
 		}
 	}
 	g.Meta = d.StringMap(d.AtMostOne(metas), nil)
-	rb := decodeRestart(d, d.AtMostOne(restarts))
+	rb := decodeRestart(d, d.AtMostOne(restarts), f+".Restart")
 	g.Restart = rb.over(defaultRestart(job.Type))
-	checkRestart(d, g.Restart, rb)
 
 	for _, vb := range volumes {
 		alias := vb.Labels[0]
+		// A map holds one volume per alias, so a repeated alias is a
+		// mistake only a job file can make.
 		if _, dup := g.Volumes[alias]; dup {
 			d.Errorf(labelRange(vb), "Duplicate volume", "Volume %q is already declared in group %q.", alias, g.Name)
 			continue
 		}
-		g.Volumes[alias] = decodeVolume(d, vb)
+		g.Volumes[alias] = decodeVolume(d, vb, fieldKey(f+".Volumes", alias))
 	}
 
-	if len(tasks) == 0 && clean {
-		d.Errorf(block.DefRange, "Missing task", "Group %q has no `task` block; a group needs at least one.", g.Name)
-	}
-	seen := map[string]*hcl.Block{}
-	plugins := map[string]*pluginUse{}
 	for _, tb := range tasks {
-		name := tb.Labels[0]
-		if first, dup := seen[name]; dup {
-			d.Errorf(labelRange(tb), "Duplicate task", "Task %q is already defined at %s.", name, first.DefRange)
-			continue
-		}
-		seen[name] = tb
-		t, pr := decodeTask(d, g, tb)
-		g.Tasks = append(g.Tasks, t)
-		if t.CSIPluginConfig != nil {
-			checkPluginClash(d, plugins, t, pr)
-		}
+		g.Tasks = append(g.Tasks, decodeTask(d, g, tb, fieldIndex(f+".Tasks", len(g.Tasks))))
 	}
 	return g
-}
-
-// pluginUse remembers which task of a group serves a CSI plugin ID.
-type pluginUse struct {
-	task, typ string
-}
-
-// checkPluginClash refuses two tasks of one allocation registering the same
-// plugin ID for the same role: the registry keys plugins by type, ID and
-// allocation, so the second would silently replace the first. A node task
-// and a controller task may share an ID; a monolith is both.
-func checkPluginClash(d *hclstrict.Decoder, seen map[string]*pluginUse, t *Task, rng hcl.Range) {
-	p := t.CSIPluginConfig
-	prev, ok := seen[p.ID]
-	if !ok {
-		seen[p.ID] = &pluginUse{task: t.Name, typ: p.Type}
-		return
-	}
-	if prev.typ != CSIPluginTypeMonolith && p.Type != CSIPluginTypeMonolith && prev.typ != p.Type {
-		prev.typ = CSIPluginTypeMonolith
-		return
-	}
-	d.Errorf(rng, "Duplicate CSI plugin",
-		"Task %q already serves CSI plugin %q as %s in this group; one allocation may serve a plugin ID once per role.",
-		prev.task, p.ID, prev.typ)
 }

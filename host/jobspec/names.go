@@ -5,34 +5,30 @@ import (
 	"unicode"
 
 	"github.com/hashicorp/hcl/v2"
-
-	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
 )
 
 // maxNameLen matches Nomad's limit on job IDs.
 const maxNameLen = 128
 
-// checkName validates a job ID, group or task name. These become directory
-// names and registry keys, so besides Nomad's rules (no spaces, no NUL, task
-// names without '/') pluginhost also refuses '/' everywhere, "." and "..":
-// a name must never escape the directory it names.
-func checkName(d *hclstrict.Decoder, kind, name string, rng hcl.Range) {
-	bad := ""
+// nameProblem says what is wrong with a job ID, group, task name or volume
+// alias, or returns "". These become directory names and registry keys, so
+// besides Nomad's rules (no spaces, no NUL, task names without '/')
+// pluginhost also refuses '/' everywhere, "." and "..": a name must never
+// escape the directory it names.
+func nameProblem(name string) string {
 	switch {
 	case name == "":
-		bad = "must not be empty"
+		return "must not be empty"
 	case len(name) > maxNameLen:
-		bad = "must be at most 128 bytes long"
+		return "must be at most 128 bytes long"
 	case name == "." || name == "..":
-		bad = "must not be \".\" or \"..\""
+		return "must not be \".\" or \"..\""
 	case strings.ContainsRune(name, '/'):
-		bad = "must not contain '/'"
+		return "must not contain '/'"
 	case strings.IndexFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
-		bad = "must not contain spaces or control characters"
+		return "must not contain spaces or control characters"
 	}
-	if bad != "" {
-		d.Errorf(rng, "Invalid "+kind, "The %s %q %s.", kind, name, bad)
-	}
+	return ""
 }
 
 // labelRange is where a block's first label is written, falling back to the

@@ -57,17 +57,23 @@ func ParseFile(path string) (*Job, error) {
 // in diagnostics only. On failure the error is a *hclstrict.DiagnosticsError
 // listing every problem found, each with its location.
 func Parse(src []byte, filename string) (*Job, error) {
-	p := hclparse.NewParser()
-	file, diags := p.ParseHCL(src, filename)
-	d := &hclstrict.Decoder{}
-	d.Add(diags)
-	var job *Job
-	// After a syntax error the body is a best-effort partial tree; decoding
-	// it would add confusing follow-on errors about keys that are fine.
-	if file != nil && !diags.HasErrors() {
-		job = decodeFile(d, file.Body, filename)
+	job, d, files := decode(src, filename)
+	if job != nil {
+		for _, p := range validate(job) {
+			// A field the decoder already complained about holds a
+			// placeholder, not what the user wrote.
+			if d.reported[p.Field] {
+				continue
+			}
+			rng, ok := d.rangeOf(p.Field, p.atKey)
+			if !ok {
+				// Unreachable: the job itself is always placed.
+				rng = hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos}
+			}
+			d.Errorf(rng, p.Summary, "%s", p.Detail)
+		}
 	}
-	if err := hclstrict.NewError(d.Diags(), p.Files()); err != nil {
+	if err := hclstrict.NewError(d.Diags(), files); err != nil {
 		return nil, err
 	}
 	if job == nil {
@@ -77,11 +83,28 @@ func Parse(src []byte, filename string) (*Job, error) {
 	return job, nil
 }
 
+// decode parses src and decodes its job without the semantic rules of
+// Validate: the job, if any, is only as good as its HCL shape. The decoder
+// holds the shape diagnostics and where each field was written.
+func decode(src []byte, filename string) (*Job, *decoder, map[string]*hcl.File) {
+	p := hclparse.NewParser()
+	file, diags := p.ParseHCL(src, filename)
+	d := newDecoder()
+	d.Add(diags)
+	var job *Job
+	// After a syntax error the body is a best-effort partial tree; decoding
+	// it would add confusing follow-on errors about keys that are fine.
+	if file != nil && !diags.HasErrors() {
+		job = decodeFile(d, file.Body, filename)
+	}
+	return job, d, p.Files()
+}
+
 var fileSchema = &hcl.BodySchema{
 	Blocks: []hcl.BlockHeaderSchema{{Type: "job", LabelNames: []string{"id"}}},
 }
 
-func decodeFile(d *hclstrict.Decoder, body hcl.Body, filename string) *Job {
+func decodeFile(d *decoder, body hcl.Body, filename string) *Job {
 	before := d.Count()
 	content := d.Content(body, fileSchema)
 	if len(content.Blocks) == 0 {

@@ -4,8 +4,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
-
-	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
 )
 
 // minRestartInterval is Nomad's lower bound on a restart interval.
@@ -33,32 +31,33 @@ type restartBlock struct {
 	interval *time.Duration
 	delay    *time.Duration
 	mode     *string
-	rng      hcl.Range
 }
 
-func decodeRestart(d *hclstrict.Decoder, b *hcl.Block) *restartBlock {
+// decodeRestart decodes the restart block whose policy is the field f.
+// Values are kept as written, even out of range, for Validate to judge.
+func decodeRestart(d *decoder, b *hcl.Block, f string) *restartBlock {
 	if b == nil {
 		return nil
 	}
-	rb := &restartBlock{rng: b.DefRange}
+	d.at(f, b.DefRange)
+	rb := &restartBlock{}
 	c := d.Content(b.Body, restartSchema)
-	if v, ok := d.Int(c.Attributes["attempts"], 0, 1000); ok {
+	if v, ok := d.whole(f+".Attempts", c.Attributes["attempts"], 0, maxRestartAttempts); ok {
 		rb.attempts = &v
 	}
-	if v, ok := d.Duration(c.Attributes["interval"]); ok {
+	if v, ok := d.duration(f+".Interval", c.Attributes["interval"]); ok {
 		rb.interval = &v
 	}
-	if v, ok := d.Duration(c.Attributes["delay"]); ok {
+	if v, ok := d.duration(f+".Delay", c.Attributes["delay"]); ok {
 		rb.delay = &v
 	}
-	if attr := c.Attributes["mode"]; attr != nil {
-		if v, ok := d.String(attr, nil); ok {
-			if v == RestartModeDelay || v == RestartModeFail {
-				rb.mode = &v
-			} else {
-				d.Errorf(attr.Expr.Range(), "Invalid restart mode", "The restart mode must be \"delay\" or \"fail\", got %q.", v)
-			}
-		}
+	// Nomad's consistency rules (Validate's "Invalid restart policy") are
+	// about the policy as a whole, including what it inherits, so a job
+	// file reports them at the block, not at the interval.
+	d.unplace(f + ".Interval")
+	d.unplace(f + ".Delay")
+	if v, ok := d.str(f+".Mode", c.Attributes["mode"], nil); ok {
+		rb.mode = &v
 	}
 	return rb
 }
@@ -83,22 +82,4 @@ func (rb *restartBlock) over(base RestartPolicy) *RestartPolicy {
 		p.Mode = *rb.mode
 	}
 	return &p
-}
-
-// checkRestart applies Nomad's consistency rules to a merged policy,
-// reporting at the block that produced it (defaults are always valid).
-func checkRestart(d *hclstrict.Decoder, p *RestartPolicy, rb *restartBlock) {
-	if rb == nil {
-		return
-	}
-	switch {
-	case p.Interval < minRestartInterval:
-		d.Errorf(rb.rng, "Invalid restart policy", "The restart interval must be at least %s, got %s.", minRestartInterval, p.Interval)
-	case p.Attempts == 0 && p.Mode == RestartModeDelay:
-		d.Errorf(rb.rng, "Invalid restart policy",
-			"Zero attempts with mode \"delay\" is ambiguous (Nomad refuses it); use mode \"fail\" to never restart.")
-	case time.Duration(p.Attempts)*p.Delay > p.Interval:
-		d.Errorf(rb.rng, "Invalid restart policy",
-			"%d attempts with a delay of %s cannot fit in an interval of %s.", p.Attempts, p.Delay, p.Interval)
-	}
 }

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
-
-	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
 )
 
 // Task defaults, as in Nomad.
@@ -18,7 +16,6 @@ const (
 	DefaultLogMaxFileMB  = 10
 	DefaultCPU           = 100
 	DefaultMemoryMB      = 300
-	minMemoryMB          = 10
 	checksumPrefixSHA256 = "sha256:"
 )
 
@@ -46,10 +43,9 @@ var volumeMountSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "volume"}, {Name: "destination"}, {Name: "read_only"}},
 }
 
-// decodeTask decodes one task of g, whose restart policy is already merged.
-// The returned range is the task's csi_plugin block, for errors that involve
-// other tasks.
-func decodeTask(d *hclstrict.Decoder, g *TaskGroup, block *hcl.Block) (*Task, hcl.Range) {
+// decodeTask decodes one task of g, whose restart policy is already merged;
+// f is the task's field path.
+func decodeTask(d *decoder, g *TaskGroup, block *hcl.Block, f string) *Task {
 	t := &Task{
 		Name:        block.Labels[0],
 		KillTimeout: DefaultKillTimeout,
@@ -57,28 +53,19 @@ func decodeTask(d *hclstrict.Decoder, g *TaskGroup, block *hcl.Block) (*Task, hc
 		Logs:        &LogConfig{MaxFiles: DefaultLogMaxFiles, MaxFileSizeMB: DefaultLogMaxFileMB},
 		Resources:   &Resources{CPU: DefaultCPU, MemoryMB: DefaultMemoryMB},
 	}
-	checkName(d, "task name", t.Name, labelRange(block))
+	d.at(f, block.DefRange)
+	d.at(f+".Name", labelRange(block))
 	c := d.Content(block.Body, taskSchema)
 
-	if attr := c.Attributes["driver"]; attr == nil {
-		d.Errorf(block.DefRange, "Missing driver", "Task %q needs `driver = \"raw_exec\"` or `driver = \"go_plugin\"`.", t.Name)
-	} else if s, ok := d.String(attr, nil); ok {
-		if s != DriverRawExec && s != DriverGoPlugin {
-			d.Errorf(attr.Expr.Range(), "Unsupported driver", "The driver must be \"raw_exec\" or \"go_plugin\", got %q.", s)
-		}
-		t.Driver = s
+	if attr := c.Attributes["driver"]; d.required(f+".Driver", attr, block, "Missing driver",
+		"Task %q needs `driver = \"raw_exec\"` or `driver = \"go_plugin\"`.", t.Name) {
+		t.Driver, _ = d.str(f+".Driver", attr, nil)
 	}
-	if v, ok := d.Duration(c.Attributes["kill_timeout"]); ok {
+	if v, ok := d.duration(f+".KillTimeout", c.Attributes["kill_timeout"]); ok {
 		t.KillTimeout = v
 	}
-	if attr := c.Attributes["kill_signal"]; attr != nil {
-		if s, ok := d.String(attr, nil); ok {
-			if _, known := SignalByName(s); !known {
-				d.Errorf(attr.Expr.Range(), "Invalid kill_signal", "kill_signal must be one of %s, got %q.",
-					strings.Join(KillSignalNames(), ", "), s)
-			}
-			t.KillSignal = s
-		}
+	if s, ok := d.str(f+".KillSignal", c.Attributes["kill_signal"], nil); ok {
+		t.KillSignal = s
 	}
 
 	blocks := map[string]hcl.Blocks{}
@@ -86,86 +73,65 @@ func decodeTask(d *hclstrict.Decoder, g *TaskGroup, block *hcl.Block) (*Task, hc
 		blocks[b.Type] = append(blocks[b.Type], b)
 	}
 
-	if cb := d.AtMostOne(blocks["config"]); cb == nil {
-		d.Errorf(block.DefRange, "Missing config", "Task %q needs a `config { command = \"...\" }` block.", t.Name)
-	} else {
-		t.Config = decodeTaskConfig(d, t.Driver, cb)
+	// A missing config block is left nil for Validate to report.
+	if cb := d.AtMostOne(blocks["config"]); cb != nil {
+		t.Config = decodeTaskConfig(d, cb, f+".Config")
 	}
 	t.Env = d.StringMap(d.AtMostOne(blocks["env"]), runtimeScope)
 	t.Meta = d.StringMap(d.AtMostOne(blocks["meta"]), nil)
 
 	if rb := d.AtMostOne(blocks["resources"]); rb != nil {
+		d.at(f+".Resources", rb.DefRange)
 		rc := d.Content(rb.Body, resourcesSchema)
-		if v, ok := d.Int(rc.Attributes["cpu"], 1, 1<<20); ok {
+		if v, ok := d.whole(f+".Resources.CPU", rc.Attributes["cpu"], minCPU, maxCPU); ok {
 			t.Resources.CPU = v
 		}
-		if v, ok := d.Int(rc.Attributes["memory"], minMemoryMB, 1<<24); ok {
+		if v, ok := d.whole(f+".Resources.MemoryMB", rc.Attributes["memory"], minMemoryMB, maxMemoryMB); ok {
 			t.Resources.MemoryMB = v
 		}
 	}
 
-	trb := decodeRestart(d, d.AtMostOne(blocks["restart"]))
+	trb := decodeRestart(d, d.AtMostOne(blocks["restart"]), f+".Restart")
 	t.Restart = trb.over(*g.Restart)
-	if trb != nil {
-		checkRestart(d, t.Restart, trb)
-	}
 
 	if lb := d.AtMostOne(blocks["logs"]); lb != nil {
+		d.at(f+".Logs", lb.DefRange)
 		lc := d.Content(lb.Body, logsSchema)
-		if v, ok := d.Int(lc.Attributes["max_files"], 1, 1000); ok {
+		if v, ok := d.whole(f+".Logs.MaxFiles", lc.Attributes["max_files"], minLogFiles, maxLogFiles); ok {
 			t.Logs.MaxFiles = v
 		}
-		if v, ok := d.Int(lc.Attributes["max_file_size"], 1, 1<<16); ok {
+		if v, ok := d.whole(f+".Logs.MaxFileSizeMB", lc.Attributes["max_file_size"], minLogFileMB, maxLogFileMB); ok {
 			t.Logs.MaxFileSizeMB = v
 		}
-		if v, ok := d.Bool(lc.Attributes["disabled"]); ok {
+		if v, ok := d.boolean(f+".Logs.Disabled", lc.Attributes["disabled"]); ok {
 			t.Logs.Disabled = v
 		}
 	}
 
-	var pluginRange hcl.Range
 	if pb := d.AtMostOne(blocks["csi_plugin"]); pb != nil {
-		t.CSIPluginConfig = decodeCSIPlugin(d, pb)
-		pluginRange = pb.DefRange
+		t.CSIPluginConfig = decodeCSIPlugin(d, pb, f+".CSIPluginConfig")
 	}
 
-	dests := map[string]bool{}
 	for _, vb := range blocks["volume_mount"] {
-		if vm := decodeVolumeMount(d, g, vb, dests); vm != nil {
-			t.VolumeMounts = append(t.VolumeMounts, vm)
-		}
+		t.VolumeMounts = append(t.VolumeMounts, decodeVolumeMount(d, vb, fieldIndex(f+".VolumeMounts", len(t.VolumeMounts))))
 	}
-	return t, pluginRange
+	return t
 }
 
-func decodeTaskConfig(d *hclstrict.Decoder, driver string, b *hcl.Block) *TaskConfig {
+func decodeTaskConfig(d *decoder, b *hcl.Block, f string) *TaskConfig {
+	d.at(f, b.DefRange)
 	c := d.Content(b.Body, configSchema)
 	tc := &TaskConfig{}
-	if attr := c.Attributes["command"]; attr == nil {
-		d.Errorf(b.DefRange, "Missing command", "The config block needs `command`, the program to run.")
-	} else if s, ok := d.String(attr, runtimeScope); ok {
-		if strings.TrimSpace(s) == "" {
-			d.Errorf(attr.Expr.Range(), "Invalid command", "The command must not be empty.")
-		}
-		tc.Command = s
+	if attr := c.Attributes["command"]; d.required(f+".Command", attr, b, "Missing command",
+		"The config block needs `command`, the program to run.") {
+		tc.Command, _ = d.str(f+".Command", attr, runtimeScope)
 	}
-	tc.Args, _ = d.StringList(c.Attributes["args"], runtimeScope)
-	tc.WorkDir, _ = d.String(c.Attributes["work_dir"], runtimeScope)
-
-	if attr := c.Attributes["checksum"]; attr != nil {
-		// Nomad's raw_exec refuses unknown config keys, so a raw_exec
-		// task with checksum would not be a valid Nomad job.
-		if driver != DriverGoPlugin {
-			d.Errorf(attr.NameRange, "Unsupported argument",
-				"checksum is only supported by the go_plugin driver; Nomad's raw_exec has no such key.")
-		} else if s, ok := d.String(attr, nil); ok {
-			sum, valid := normalizeChecksum(s)
-			if !valid {
-				d.Errorf(attr.Expr.Range(), "Invalid checksum",
-					"checksum must be \"sha256:\" followed by 64 hex digits, got %q.", s)
-			}
-			tc.Checksum = sum
-		}
+	tc.Args, _ = d.strList(f+".Args", c.Attributes["args"], runtimeScope)
+	tc.WorkDir, _ = d.str(f+".WorkDir", c.Attributes["work_dir"], runtimeScope)
+	if s, ok := d.str(f+".Checksum", c.Attributes["checksum"], nil); ok {
+		// Stored lowercased so that comparing with a computed digest is
+		// plain string equality; Validate refuses what does not normalize.
+		tc.Checksum, _ = normalizeChecksum(s)
 	}
 	return tc
 }
@@ -183,29 +149,18 @@ func normalizeChecksum(s string) (string, bool) {
 	return checksumPrefixSHA256 + strings.ToLower(hexPart), true
 }
 
-func decodeVolumeMount(d *hclstrict.Decoder, g *TaskGroup, b *hcl.Block, dests map[string]bool) *VolumeMount {
+func decodeVolumeMount(d *decoder, b *hcl.Block, f string) *VolumeMount {
+	d.at(f, b.DefRange)
 	c := d.Content(b.Body, volumeMountSchema)
 	vm := &VolumeMount{}
-	if attr := c.Attributes["volume"]; attr == nil {
-		d.Errorf(b.DefRange, "Missing volume", "volume_mount needs `volume`, the alias of a group `volume` block.")
-	} else if s, ok := d.String(attr, nil); ok {
-		if _, declared := g.Volumes[s]; !declared {
-			d.Errorf(attr.Expr.Range(), "Undeclared volume", "Group %q declares no volume %q.", g.Name, s)
-		}
-		vm.Volume = s
+	if attr := c.Attributes["volume"]; d.required(f+".Volume", attr, b, "Missing volume",
+		"volume_mount needs `volume`, the alias of a group `volume` block.") {
+		vm.Volume, _ = d.str(f+".Volume", attr, nil)
 	}
-	if attr := c.Attributes["destination"]; attr == nil {
-		d.Errorf(b.DefRange, "Missing destination", "volume_mount needs `destination`, where the volume appears in the task.")
-	} else if s, ok := d.String(attr, nil); ok {
-		switch {
-		case s == "":
-			d.Errorf(attr.Expr.Range(), "Invalid destination", "The destination must not be empty.")
-		case dests[s]:
-			d.Errorf(attr.Expr.Range(), "Duplicate destination", "Another volume_mount of this task already uses %q.", s)
-		}
-		dests[s] = true
-		vm.Destination = s
+	if attr := c.Attributes["destination"]; d.required(f+".Destination", attr, b, "Missing destination",
+		"volume_mount needs `destination`, where the volume appears in the task.") {
+		vm.Destination, _ = d.str(f+".Destination", attr, nil)
 	}
-	vm.ReadOnly, _ = d.Bool(c.Attributes["read_only"])
+	vm.ReadOnly, _ = d.boolean(f+".ReadOnly", c.Attributes["read_only"])
 	return vm
 }

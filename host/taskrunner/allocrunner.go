@@ -152,6 +152,9 @@ func newAllocRunner(cfg *Config, a *state.Alloc, recs map[string]*state.TaskReco
 	if group == nil {
 		return nil, fmt.Errorf("allocation %s: job %q has no group %q", a.ID, a.Job.ID, a.TaskGroup)
 	}
+	if err := CheckPathElem("allocation ID", a.ID); err != nil {
+		return nil, fmt.Errorf("allocation: %w", err)
+	}
 	sockDir, err := SocketDir(cfg.DataDir, cfg.SocketRoot, a.ID)
 	if err != nil {
 		return nil, fmt.Errorf("allocation %s: %w", a.ID, err)
@@ -191,6 +194,9 @@ func newAllocRunner(cfg *Config, a *state.Alloc, recs map[string]*state.TaskReco
 			}
 			tr.events = append(tr.events, rec.Events...)
 			tr.handle = rec.Handle
+		}
+		if err := CheckPathElem("task name", t.Name); err != nil {
+			return nil, fmt.Errorf("allocation %s: %w", a.ID, err)
 		}
 		taskDir := filepath.Join(ar.allocDir, t.Name)
 		tr.req = &HookRequest{

@@ -31,6 +31,9 @@ const SocketBudget = driver.GoPluginSocketOverhead
 // choice depends only on its inputs, so a restarted agent finds the same
 // directory. The error names the path and the limit when nothing fits.
 func SocketDir(dataDir, override, allocID string) (string, error) {
+	if err := CheckPathElem("allocation ID", allocID); err != nil {
+		return "", err
+	}
 	need := 1 + len(allocID) + SocketBudget
 	var tried []string
 	for _, root := range socketRoots(dataDir, override) {

@@ -137,6 +137,22 @@ func (d *Decoder) Bool(attr *hcl.Attribute) (bool, bool) {
 // Int reads a whole number in [lo, hi]. Out-of-range values are reported
 // here rather than by the caller so that the message always names the range.
 func (d *Decoder) Int(attr *hcl.Attribute, lo, hi int) (int, bool) {
+	i, ok := d.Whole(attr, lo, hi)
+	if !ok {
+		return 0, false
+	}
+	if i < lo || i > hi {
+		d.Errorf(attr.Expr.Range(), "Value out of range", "%q must be between %d and %d, got %d.", attr.Name, lo, hi, i)
+		return 0, false
+	}
+	return i, true
+}
+
+// Whole reads a whole number that fits in 32 bits and leaves the range check
+// to the caller, for callers whose range rules live in a validator shared
+// with non-HCL input. lo and hi only word the message for a value that is
+// not a whole number, so it reads the same as Int's.
+func (d *Decoder) Whole(attr *hcl.Attribute, lo, hi int) (int, bool) {
 	v, ok := d.Value(attr, nil, cty.Number)
 	if !ok {
 		return 0, false
@@ -145,10 +161,6 @@ func (d *Decoder) Int(attr *hcl.Attribute, lo, hi int) (int, bool) {
 	i, acc := bf.Int64()
 	if !bf.IsInt() || acc != big.Exact || i < math.MinInt32 || i > math.MaxInt32 {
 		d.Errorf(attr.Expr.Range(), "Invalid number", "%q must be a whole number between %d and %d, got %s.", attr.Name, lo, hi, bf.Text('g', 10))
-		return 0, false
-	}
-	if int(i) < lo || int(i) > hi {
-		d.Errorf(attr.Expr.Range(), "Value out of range", "%q must be between %d and %d, got %d.", attr.Name, lo, hi, i)
 		return 0, false
 	}
 	return int(i), true
