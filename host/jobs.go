@@ -33,6 +33,12 @@ func (a *Agent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterR
 	if job == nil || job.ID == "" {
 		return nil, &api.FieldError{Field: "Job", Err: errors.New("a job with an ID is required")}
 	}
+	// The API and the job file parser have validated it already; this is
+	// for every other caller of the Backend, so that nothing reaches the
+	// state store or the task runner's paths unchecked.
+	if err := jobspec.Validate(job); err != nil {
+		return nil, &api.FieldError{Field: "Job", Err: err}
+	}
 	if !a.datacenterMatches(job.Datacenters) {
 		return nil, &api.FieldError{Field: "Datacenters", Err: fmt.Errorf(
 			"this agent is in datacenter %q, the job asks for %s", a.cfg.Datacenter, strings.Join(job.Datacenters, ", "))}
