@@ -56,10 +56,10 @@ type Queue struct {
 
 	mu      sync.Mutex
 	cond    *sync.Cond
-	ready   []string            // keys waiting for a worker, in order
-	queued  map[string]bool     // in ready
-	running map[string]bool     // a worker holds it
-	dirty   map[string]bool     // added while running: run again
+	ready   []string        // keys waiting for a worker, in order
+	queued  map[string]bool // in ready
+	running map[string]bool // a worker holds it
+	dirty   map[string]bool // added while running: run again
 	timers  map[string]*time.Timer
 	status  map[string]*keyStatus
 	closed  bool
