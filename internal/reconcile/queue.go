@@ -232,7 +232,9 @@ func (q *Queue) work(ctx context.Context) {
 		for len(q.ready) == 0 && !q.closed {
 			q.cond.Wait()
 		}
-		if q.closed {
+		// closed is set by another goroutine after ctx ends; until then a
+		// worker finishing its pass must not start a new one.
+		if q.closed || ctx.Err() != nil {
 			q.mu.Unlock()
 			return
 		}

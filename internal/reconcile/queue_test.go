@@ -578,12 +578,17 @@ func TestAddAndWaitReturnsWhenQueueStops(t *testing.T) {
 		for range 2 {
 			select {
 			case err := <-errc:
-				if err == nil {
-					t.Error("AddAndWait after stop = nil, want an error")
+				if err == nil || !strings.Contains(err.Error(), "queue stopped") {
+					t.Errorf("AddAndWait after stop = %v, want queue stopped", err)
 				}
 			default:
 				t.Fatal("AddAndWait still blocked after the queue stopped")
 			}
+		}
+		// Workers stop after their current pass: neither the queued key nor
+		// the one added during the pass starts once ctx has ended.
+		if n := passes.Load(); n != 1 {
+			t.Errorf("%d passes, want only the one running at stop", n)
 		}
 		// A stopped queue answers at once and takes no work.
 		if err := q.AddAndWait(context.Background(), "new"); err == nil || !strings.Contains(err.Error(), "queue stopped") {
