@@ -648,3 +648,60 @@ func TestStatusUnknownAndForget(t *testing.T) {
 		t.Fatalf("forgotten key: Status %+v", st)
 	}
 }
+
+// TestFiredTimerDoesNotActForANewerOne: a requeue timer can fire while an
+// Add holds the lock to stop it; Stop then fails and the callback runs
+// later, possibly after the key's next pass has set a new timer. The old
+// callback must not take the new timer's place. Which interleaving happens
+// is up to the scheduler, so the test makes many keys race; each key's
+// second Add is done under the queue's lock so the test knows whether it
+// came between the first and second pass, when no third pass may follow.
+func TestFiredTimerDoesNotActForANewerOne(t *testing.T) {
+	const n = 5000
+	type keyRec struct {
+		passes atomic.Int32
+		strict atomic.Bool // the second Add came before pass 2 was taken
+	}
+	recs := make([]keyRec, n)
+	var extra atomic.Int32
+	firstDone := make(chan int, n)
+	var secondDone sync.WaitGroup
+	secondDone.Add(n)
+	fn := func(_ context.Context, key string) (Result, error) {
+		var i int
+		fmt.Sscan(key, &i)
+		switch recs[i].passes.Add(1) {
+		case 1:
+			firstDone <- i
+			return Result{RequeueAfter: time.Nanosecond}, nil
+		case 2:
+			secondDone.Done()
+		default:
+			if recs[i].strict.Load() {
+				extra.Add(1)
+			}
+		}
+		return Result{RequeueAfter: time.Hour}, nil
+	}
+	q, _, _ := startQueue(t, Config{Workers: 8, Reconcile: fn})
+	go func() {
+		for i := range n {
+			q.Add(fmt.Sprint(i))
+		}
+	}()
+	for range n {
+		i := <-firstDone
+		key := fmt.Sprint(i)
+		q.mu.Lock()
+		// Pass 1 done and pass 2 not taken: whatever timer fires, pass 2
+		// is the last pass for an hour.
+		strict := !q.running[key] && recs[i].passes.Load() == 1
+		recs[i].strict.Store(strict)
+		q.addLocked(key)
+		q.mu.Unlock()
+	}
+	secondDone.Wait()
+	if e := extra.Load(); e != 0 {
+		t.Fatalf("%d keys of %d had a third pass: a fired timer acted for a newer one", e, n)
+	}
+}
