@@ -222,6 +222,40 @@ func TestSubmitJobCommitsWithAllocs(t *testing.T) {
 	}
 }
 
+func TestJobVersionsKeepsLast(t *testing.T) {
+	db := openTest(t, statePath(t), Options{})
+	for rev := range 10 {
+		submit(t, db, jobRev("web", rev), t0.Add(time.Duration(rev)*time.Minute))
+	}
+	if got, want := versionsOf(t, db, "web"), []uint64{9, 8, 7, 6, 5, 4}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("one submission per commit: JobVersions = %v, want %v", got, want)
+	}
+	vs, _ := db.JobVersions("web")
+	for _, v := range vs {
+		if v.Job.Meta["rev"] != fmt.Sprint(v.Version) || !v.SubmitTime.Equal(t0.Add(time.Duration(v.Version)*time.Minute)) {
+			t.Fatalf("version %d holds rev %s submitted %v", v.Version, v.Job.Meta["rev"], v.SubmitTime)
+		}
+	}
+	if js := mustJob(t, db, "web"); js.Job.Version != 9 || js.Spec.Job.Meta["rev"] != "9" {
+		t.Fatalf("current: %+v", js.Job)
+	}
+
+	// Several submissions in one commit are trimmed the same way.
+	if err := db.Update(func(tx *Tx) error {
+		for rev := range 10 {
+			if _, err := tx.SubmitJob(jobRev("batch", rev), t0, jobspec.Equal); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := versionsOf(t, db, "batch"), []uint64{9, 8, 7, 6, 5, 4}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("submissions in one commit: JobVersions = %v, want %v", got, want)
+	}
+}
+
 func TestJobsAndDelete(t *testing.T) {
 	db := openTest(t, statePath(t), Options{})
 	for _, id := range []string{"c", "a", "b"} {
@@ -388,5 +422,28 @@ func TestMigrateJobRecords(t *testing.T) {
 	})
 	if _, err := os.Stat(backup); !os.IsNotExist(err) {
 		t.Errorf("reopening an upgraded file backed it up again: %v", err)
+	}
+}
+
+// TestMigrateManySpecChanges: a schema-1 job whose allocations went through
+// more specs than MaxJobVersions keeps only the last ones, as a submission
+// would.
+func TestMigrateManySpecChanges(t *testing.T) {
+	path := statePath(t)
+	withDB(t, path, Options{migrations: []migration{}}, func(db *DB) {
+		for rev := range 9 {
+			a := testAlloc(fmt.Sprintf("a-%d", rev))
+			a.JobID, a.Job, a.CreateTime = "a", jobRev("a", rev), t0.Add(time.Duration(rev)*time.Minute)
+			if err := db.PutAlloc(a); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	db := openTest(t, path, Options{})
+	if got, want := versionsOf(t, db, "a"), []uint64{8, 7, 6, 5, 4, 3}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("JobVersions after migration = %v, want %v", got, want)
+	}
+	if a := mustJob(t, db, "a"); a.Job.Version != 8 || a.Job.Stop {
+		t.Fatalf("job a: %+v", a.Job)
 	}
 }
