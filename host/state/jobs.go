@@ -114,13 +114,16 @@ func (t *Tx) putJobVersion(rec *Job, job *jobspec.Job) error {
 	if err := putJSON(vb, seqKey(rec.Version), &JobVersion{Version: rec.Version, Job: job, SubmitTime: rec.SubmitTime}); err != nil {
 		return fmt.Errorf("job %s version %d: %w", rec.ID, rec.Version, err)
 	}
-	if n := vb.Stats().KeyN; n > MaxJobVersions {
+	// Versions only grow, so the ones to drop are the first keys. Counting
+	// keys with Bucket.Stats would not do: it reads committed pages and
+	// misses what this transaction wrote.
+	if rec.Version >= MaxJobVersions {
+		last := rec.Version - MaxJobVersions
 		c := vb.Cursor()
-		for k, _ := c.First(); k != nil && n > MaxJobVersions; k, _ = c.First() {
+		for k, _ := c.First(); k != nil && len(k) == 8 && binary.BigEndian.Uint64(k) <= last; k, _ = c.First() {
 			if err := c.Delete(); err != nil {
 				return fmt.Errorf("job %s: drop old version: %w", rec.ID, err)
 			}
-			n--
 		}
 	}
 	return putJSON(jb, []byte(keyJob), rec)

@@ -232,7 +232,9 @@ func (q *Queue) work(ctx context.Context) {
 		for len(q.ready) == 0 && !q.closed {
 			q.cond.Wait()
 		}
-		if q.closed {
+		// closed is set by another goroutine after ctx ends; until then a
+		// worker finishing its pass must not start a new one.
+		if q.closed || ctx.Err() != nil {
 			q.mu.Unlock()
 			return
 		}
@@ -269,14 +271,18 @@ func (q *Queue) work(ctx context.Context) {
 			delete(q.dirty, key)
 			q.addLocked(key)
 		case after > 0 && !q.closed:
-			q.timers[key] = time.AfterFunc(after, func() {
+			// A timer that fired while an Add was stopping it runs late and
+			// may find a newer timer in the map: it must not act for that one.
+			var t *time.Timer
+			t = time.AfterFunc(after, func() {
 				q.mu.Lock()
 				defer q.mu.Unlock()
-				if q.timers[key] != nil {
+				if q.timers[key] == t {
 					delete(q.timers, key)
 					q.addLocked(key)
 				}
 			})
+			q.timers[key] = t
 		}
 		q.mu.Unlock()
 	}
