@@ -206,6 +206,8 @@ type chaos struct {
 	jobs   []*chaosJob
 	seq    int
 	skip   map[string]bool
+	// cur is the agent the test talks to (the newest one).
+	cur *agentProc
 	// failures counts failed checks by name, failedRounds the rounds
 	// with any.
 	failures     map[string]int
@@ -241,10 +243,11 @@ func TestChaos(t *testing.T) {
 	}
 	defer c.summary()
 
-	a := e.start()
+	c.cur = e.start()
 	// Runs before the env's cleanup: the env would print the last agent's
 	// whole output, most of it the debug log of the checks' own polling.
 	t.Cleanup(func() {
+		a := c.cur
 		a.kill()
 		c.forgetAgent(a)
 		if t.Failed() {
@@ -252,7 +255,7 @@ func TestChaos(t *testing.T) {
 		}
 	})
 	for r := 1; r <= rounds; r++ {
-		a = c.round(r, a)
+		c.round(r)
 	}
 }
 
@@ -268,9 +271,10 @@ func agentLog(a *agentProc, n int) string {
 	return tail(b.String(), n)
 }
 
-// round runs one round's churn against a, kills a in the middle of it,
-// starts the next agent and checks it; it returns that agent.
-func (c *chaos) round(r int, a *agentProc) *agentProc {
+// round runs one round's churn against the current agent, kills it in the
+// middle of it, starts the next agent and checks it.
+func (c *chaos) round(r int) {
+	a := c.cur
 	ops := c.pickOps()
 	// Most kills fall within the submissions (a few ms each) or the
 	// task starts and stops they cause; some rounds let the churn finish
@@ -338,7 +342,6 @@ func (c *chaos) round(r int, a *agentProc) *agentProc {
 	if len(failing) > 0 {
 		c.heal(next, failing)
 	}
-	return next.agentProc
 }
 
 // pickOps chooses at most one operation per job (the agent serializes
@@ -499,15 +502,14 @@ func (c *chaos) restart(r int) restarted {
 	c.t.Helper()
 	start := time.Now()
 	a, started := c.e.launch()
+	c.cur = a
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	fail := func(format string, args ...any) {
 		c.failures[checkStart]++
 		c.failedRounds = append(c.failedRounds, r)
-		out := agentLog(a, 20000)
-		a.kill()
-		c.forgetAgent(a)
-		c.t.Fatalf("chaos seed %d round %d: [%s] %s\nagent output:\n%s", c.seed, r, checkStart, fmt.Sprintf(format, args...), out)
+		// The cleanup prints the agent's output.
+		c.t.Fatalf("chaos seed %d round %d: [%s] %s", c.seed, r, checkStart, fmt.Sprintf(format, args...))
 	}
 	select {
 	case <-started:
