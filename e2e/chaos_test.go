@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -222,9 +223,7 @@ type chaos struct {
 func TestChaos(t *testing.T) {
 	seed, rounds := *chaosSeed, *chaosRounds
 	t.Logf("chaos: seed %d, %d rounds (replay: go test ./e2e -run '^TestChaos$' -chaos.seed=%d -chaos.rounds=%d)", seed, rounds, seed, rounds)
-	e := newEnv(t, csiConfig)
-	c := &chaos{t: t, e: e, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), seed: seed,
-		prefix: filepath.Base(e.root) + ":", skip: map[string]bool{}, failures: map[string]int{}}
+	c := newChaos(t, seed)
 	for _, s := range strings.Split(*chaosSkip, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			if !slices.Contains(allChecks, s) {
@@ -234,6 +233,17 @@ func TestChaos(t *testing.T) {
 			t.Logf("chaos: NOT failing on check %q", s)
 		}
 	}
+	defer c.summary()
+	for r := 1; r <= rounds; r++ {
+		c.round(r)
+	}
+}
+
+// newChaos starts the first agent of a chaos run.
+func newChaos(t *testing.T, seed uint64) *chaos {
+	e := newEnv(t, csiConfig)
+	c := &chaos{t: t, e: e, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), seed: seed,
+		prefix: filepath.Base(e.root) + ":", skip: map[string]bool{}, failures: map[string]int{}}
 	for _, id := range []string{"a", "b", "c"} {
 		c.jobs = append(c.jobs, &chaosJob{id: id, allocs: map[string]bool{}})
 	}
@@ -241,8 +251,6 @@ func TestChaos(t *testing.T) {
 		id := map[string]string{"go_plugin": "gp", "raw_exec": "rx"}[drv]
 		c.jobs = append(c.jobs, &chaosJob{id: id, driver: drv, pluginID: "chaos-" + id, allocs: map[string]bool{}})
 	}
-	defer c.summary()
-
 	c.cur = e.start()
 	// Runs before the env's cleanup: the env would print the last agent's
 	// whole output, most of it the debug log of the checks' own polling.
@@ -254,9 +262,49 @@ func TestChaos(t *testing.T) {
 			t.Logf("last agent (pid %d) output:\n%s", a.pid(), agentLog(a, 20000))
 		}
 	})
-	for r := 1; r <= rounds; r++ {
-		c.round(r)
+	return c
+}
+
+// TestChaosChecksSeeDefects shows the chaos checks are not blind: after a
+// clean run of a job, a second copy of its task, a stray marked process and
+// a job the model does not expect must each fail the check made for them.
+func TestChaosChecksSeeDefects(t *testing.T) {
+	c := newChaos(t, 1)
+	j := c.jobs[0]
+	op := &chaosOp{kind: "run", job: j, spec: c.newSpec(j)}
+	c.do(c.cur, op)
+	if op.err != nil {
+		t.Fatalf("run: %v", op.err)
 	}
+	cands := c.candidates([]*chaosOp{op})
+	if probs, _ := c.settle(restarted{agentProc: c.cur}, cands); len(probs) > 0 {
+		t.Fatalf("a plain run fails the checks: %v", probs)
+	}
+	spawn := func(env ...string) {
+		cmd := exec.Command("/bin/sleep", "1000")
+		cmd.Env = env
+		cmd.Dir = c.e.root
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// NOMAD_ALLOC_DIR names the root, so the env's cleanup kills it
+		// even if this test fails half-way.
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	}
+	expect := func(what, check string, cands map[string][]jobState) {
+		t.Helper()
+		probs, _ := c.verify(context.Background(), c.cur, cands)
+		if !slices.ContainsFunc(probs, func(p problem) bool { return p.check == check }) {
+			t.Fatalf("%s: no %q problem in %v", what, check, probs)
+		}
+	}
+	dir := "NOMAD_ALLOC_DIR=" + c.e.root
+	spawn("E2E_MARK="+c.marker(j.id, op.spec.token, "main"), "NOMAD_ALLOC_ID="+op.ids[0], dir)
+	expect("a second copy of a task", checkPids, cands)
+	spawn("E2E_MARK="+c.marker("b", "b0", "main"), dir)
+	expect("a process of no allocation", checkOrphans, cands)
+	cands[j.id] = []jobState{{kind: stGone}}
+	expect("a job running that the model holds purged", checkSpec, cands)
 }
 
 // agentLog is the tail of an agent's output without the debug lines of API
