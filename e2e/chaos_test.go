@@ -363,6 +363,11 @@ func (c *chaos) round(r int) {
 		acc, sure := op.outcome()
 		res := "accepted"
 		switch {
+		case op.job == nil:
+			res = "done"
+			if op.err != nil {
+				res = op.err.Error() // the task had exited meanwhile
+			}
 		case !sure:
 			res = "interrupted: " + op.err.Error()
 		case !acc:
@@ -376,7 +381,7 @@ func (c *chaos) round(r int) {
 	start := time.Now()
 	next := c.restart(r)
 	probs, pinned := c.settle(next, cands)
-	c.t.Logf("round %d: agent ready in %s, checks took %s, %d problems", r, next.readyIn, time.Since(start).Round(time.Millisecond), len(probs))
+	c.t.Logf("round %d: agent ready in %s, converged or gave up after %s, %d problems", r, next.readyIn, time.Since(start).Round(time.Millisecond), len(probs))
 	failing := c.report(r, a, probs)
 	for _, j := range c.jobs {
 		if f, ok := pinned[j.id]; ok {
@@ -732,7 +737,8 @@ func (c *chaos) verify(ctx context.Context, a *agentProc, cands map[string][]job
 	for _, j := range c.jobs {
 		v, err := c.view(ctx, a, j)
 		if err != nil {
-			add("api", j.id, "%v", err)
+			// An agent that stops answering has not started.
+			add(checkStart, j.id, "%v", err)
 			return probs, nil
 		}
 		views[j.id] = v
