@@ -55,7 +55,9 @@
 // (-chaos.keepgoing purges a failing job and goes on). The seed fixes the
 // random choices, not the timing of the agent's work, so which submissions a
 // kill cuts off may differ between two runs of a seed: a failure is
-// reproduced by running its seed a few times.
+// reproduced by running its seed a few times. TestChaosChecksSeeDefects
+// plants a second task copy, a stray marked process and an unexpected job,
+// so that a check gone blind does not pass unnoticed.
 //
 // # Cleanup
 //
