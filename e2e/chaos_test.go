@@ -913,7 +913,7 @@ func (c *chaos) checkJob(j *chaosJob, v *jobView, cands []jobState, byTask map[s
 	if st.kind != stGone {
 		if v.job == nil {
 			add(checkLost, "the agent does not know the job; want %s", expected)
-			return st, probs
+			return jobState{kind: stGone}, probs
 		}
 		listed := map[string]bool{}
 		for _, s := range v.allocs {
