@@ -7,7 +7,7 @@ BIN      := $(CURDIR)/bin
 PKGS     := ./...
 FUZZTIME ?= 1m
 
-.PHONY: all build run test lint vet fmt-check unit fuzz bench clean
+.PHONY: all build run test lint vet fmt-check unit fuzz bench chaos clean
 
 all: build
 
@@ -45,6 +45,17 @@ fuzz:
 
 bench: build
 	PLUGINHOST_TEST_BIN_DIR=$(BIN) $(GO) test -run='^$$' -bench=. -benchmem -timeout 30m $(PKGS)
+
+# The long chaos run. `make test` runs TestChaos too, for a few rounds; this
+# one counts failures instead of stopping at the first (KEEPGOING=false to
+# stop) so that its figures say how often each check fails.
+SEED      ?= 1
+ROUNDS    ?= 100
+KEEPGOING ?= true
+
+chaos: build
+	PLUGINHOST_TEST_BIN_DIR=$(BIN) $(GO) test ./e2e -run '^TestChaos$$' -count=1 -v -timeout 3h \
+		-chaos.seed=$(SEED) -chaos.rounds=$(ROUNDS) -chaos.keepgoing=$(KEEPGOING)
 
 clean:
 	rm -rf $(BIN)

@@ -32,6 +32,33 @@
 // growing while the agent is down, a process disappearing after an agent
 // that no longer exists killed it) a poll with a deadline is used.
 //
+// # The chaos test
+//
+// TestChaos (chaos_test.go) runs the agent through random rounds of churn on
+// a few job IDs: runs, updates (a new token in the task's marker and
+// script, sometimes a new count), stops, purges, mockcsi as a CSI plugin
+// under go_plugin and under raw_exec, and SIGKILLs of task processes, all
+// fired at once; it kills the agent with SIGKILL at a random moment of that
+// churn and starts it again on the same data dir. The test keeps a model of
+// what each job must be: a submission answered 200 is accepted, one answered
+// with an error is not, one cut off by the kill may have been either, so the
+// job may be in either state but must be in one of them, whole. After every
+// restart it waits until the state has converged (re-checking on every
+// event; a failure counts once nothing has happened for a few seconds) and
+// checks that the agent is ready, that each running task is one process with
+// the recorded pid, that no task process is left over, that no accepted job
+// or allocation is lost, that each job runs its last accepted spec with its
+// count and version, and that running plugins are healthy and active. The
+// random choices come from -chaos.seed, logged first, and the number of
+// rounds from -chaos.rounds: `make test` runs a few rounds, `make chaos
+// SEED=.. ROUNDS=..` a long run that counts failures per check
+// (-chaos.keepgoing purges a failing job and goes on). The seed fixes the
+// random choices, not the timing of the agent's work, so which submissions a
+// kill cuts off may differ between two runs of a seed: a failure is
+// reproduced by running its seed a few times. TestChaosChecksSeeDefects
+// plants a second task copy, a stray marked process and an unexpected job,
+// so that a check gone blind does not pass unnoticed.
+//
 // # Cleanup
 //
 // Each test's t.Cleanup kills its agent and then every process whose
