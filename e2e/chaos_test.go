@@ -98,8 +98,10 @@ func (k stateKind) String() string { return [...]string{"gone", "running", "stop
 
 // jobState is one state the model allows a job to be in: gone (never run,
 // or purged), running spec, or stopped (spec being the last one run).
-// Versions are a range because a stop may or may not count as a change
-// (Nomad's does; the task only says submissions do).
+// Versions are a range so that a model could allow a stop to count as a
+// change (Nomad's does); pluginhost records a stop as a flag on the job's
+// record, not as a version, so afterStop keeps the range as it is and the
+// next run after a stop is the next version.
 type jobState struct {
 	kind     stateKind
 	spec     *chaosSpec
@@ -127,7 +129,7 @@ func (s jobState) afterRun(spec *chaosSpec) jobState {
 
 func (s jobState) afterStop() jobState {
 	if s.kind == stRunning {
-		return jobState{kind: stStopped, spec: s.spec, vlo: s.vlo, vhi: s.vhi + 1}
+		return jobState{kind: stStopped, spec: s.spec, vlo: s.vlo, vhi: s.vhi}
 	}
 	return s
 }
