@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/pluginhost/pluginhost/host/api"
 )
@@ -45,33 +44,12 @@ func (c *JobRevertCommand) Run(args []string) int {
 	if err != nil {
 		return c.usageError("job revert", fmt.Sprintf("VERSION must be a version number, got %q", fs.Arg(1)))
 	}
-	client, err := c.client()
-	if err != nil {
-		return c.fail("connecting to the agent", err)
-	}
-	defer client.Close()
-	var stream *api.EventStream
-	if !detach {
-		stream, err = client.Events(c.Ctx, api.TopicAllocation, api.TopicTask)
-		if err != nil {
-			return c.fail("subscribing to events", err)
-		}
-		defer stream.Close()
-	}
-	resp, err := client.RevertJob(c.Ctx, id, version)
-	if err != nil {
-		return c.fail(fmt.Sprintf("reverting job %q to version %d", id, version), err)
-	}
-	c.Ui.Output(fmt.Sprintf("==> %s: Job %q reverted to version %d", formatTime(c.now()), resp.JobID, version))
-	if len(resp.AllocIDs) > 0 {
-		ids := make([]string, len(resp.AllocIDs))
-		for i, a := range resp.AllocIDs {
-			ids[i] = c.shortID(a)
-		}
-		c.Ui.Output("    Allocations created: " + strings.Join(ids, ", "))
-	}
-	if detach {
-		return 0
-	}
-	return c.monitor(client, stream, resp)
+	return c.submitAndFollow(detach, fmt.Sprintf("reverting job %q to version %d", id, version),
+		func(client *api.Client) (*api.JobRegisterResponse, string, error) {
+			resp, err := client.RevertJob(c.Ctx, id, version)
+			if err != nil {
+				return nil, "", err
+			}
+			return resp, fmt.Sprintf("Job %q reverted to version %d", resp.JobID, version), nil
+		})
 }

@@ -55,14 +55,26 @@ func (c *JobRunCommand) Run(args []string) int {
 		c.Ui.Error(fmt.Sprintf("Error reading job file: %v", err))
 		return 1
 	}
+	return c.submitAndFollow(detach, "submitting job", func(client *api.Client) (*api.JobRegisterResponse, string, error) {
+		resp, err := client.RegisterJobSource(c.Ctx, path, src)
+		if err != nil {
+			return nil, "", err
+		}
+		return resp, fmt.Sprintf("Job %q submitted", resp.JobID), nil
+	})
+}
+
+// submitAndFollow connects, subscribes to the event stream (before
+// submitting: the stream is live once Events returns, so no event about the
+// new allocations can slip by), submits, prints what submit reports and
+// the allocations created, and unless detach follows them.
+func (c *JobRunCommand) submitAndFollow(detach bool, doing string,
+	submit func(*api.Client) (*api.JobRegisterResponse, string, error)) int {
 	client, err := c.client()
 	if err != nil {
 		return c.fail("connecting to the agent", err)
 	}
 	defer client.Close()
-
-	// Subscribe before registering: the stream is live once Events
-	// returns, so no event about the new allocations can slip by.
 	var stream *api.EventStream
 	if !detach {
 		stream, err = client.Events(c.Ctx, api.TopicAllocation, api.TopicTask)
@@ -71,11 +83,11 @@ func (c *JobRunCommand) Run(args []string) int {
 		}
 		defer stream.Close()
 	}
-	resp, err := client.RegisterJobSource(c.Ctx, path, src)
+	resp, what, err := submit(client)
 	if err != nil {
-		return c.fail("submitting job", err)
+		return c.fail(doing, err)
 	}
-	c.Ui.Output(fmt.Sprintf("==> %s: Job %q submitted", formatTime(c.now()), resp.JobID))
+	c.Ui.Output(fmt.Sprintf("==> %s: %s", formatTime(c.now()), what))
 	for _, w := range resp.Warnings {
 		c.Ui.Warn("    Warning: " + w)
 	}
