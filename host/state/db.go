@@ -156,6 +156,9 @@ func checkRecords(tx *bbolt.Tx) error {
 	if _, err := readAllocs(tx); err != nil {
 		return err
 	}
+	if _, err := readVolumes(tx); err != nil {
+		return err
+	}
 	return readAllJobs(tx)
 }
 

@@ -23,7 +23,7 @@ const (
 )
 
 func topBuckets() []string {
-	return []string{bucketMeta, bucketPlugins, bucketAllocs, bucketJobs}
+	return []string{bucketMeta, bucketPlugins, bucketAllocs, bucketJobs, bucketVolumes}
 }
 
 // migration upgrades a file from schema version from to from+1 inside one

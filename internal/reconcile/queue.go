@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -33,7 +34,12 @@ type Config struct {
 	// doubles per consecutive failure of a key, from BaseDelay (default
 	// 50ms) up to MaxDelay (default 30s).
 	BaseDelay, MaxDelay time.Duration
-	Logger              hclog.Logger
+	// Jitter spreads retries: each delay is drawn from [d/2, d) ("equal
+	// jitter"), so keys that failed together (a plugin restart) do not all
+	// retry in the same instant. The doubling stops at MaxDelay, so no
+	// attempt count can overflow it.
+	Jitter bool
+	Logger hclog.Logger
 }
 
 // Status is what the queue knows of one key, for status views.
@@ -196,6 +202,50 @@ func (q *Queue) AddAndWait(ctx context.Context, key string) error {
 	return err
 }
 
+// Exclusive runs fn in key's slot: it waits until no pass over key runs,
+// keeps passes off key while fn runs (an Add meanwhile runs once fn is
+// done), and returns fn's error. It is for one-off operations that must
+// not overlap the key's passes, such as a snapshot of a volume whose
+// reconciler may be calling its plugin.
+func (q *Queue) Exclusive(ctx context.Context, key string, fn func() error) error {
+	q.mu.Lock()
+	for q.running[key] {
+		if q.closed {
+			q.mu.Unlock()
+			return fmt.Errorf("reconcile %s: queue stopped", key)
+		}
+		st := q.statusLocked(key)
+		w := make(chan struct{})
+		st.waiters = append(st.waiters, w)
+		q.mu.Unlock()
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return fmt.Errorf("reconcile %s: %w", key, ctx.Err())
+		}
+		q.mu.Lock()
+	}
+	q.running[key] = true
+	q.mu.Unlock()
+
+	err := fn()
+
+	q.mu.Lock()
+	delete(q.running, key)
+	if st := q.status[key]; st != nil {
+		for _, w := range st.waiters {
+			close(w)
+		}
+		st.waiters = nil
+	}
+	if q.dirty[key] {
+		delete(q.dirty, key)
+		q.addLocked(key)
+	}
+	q.mu.Unlock()
+	return err
+}
+
 // Status reports what the queue knows of key.
 func (q *Queue) Status(key string) Status {
 	q.mu.Lock()
@@ -241,6 +291,12 @@ func (q *Queue) work(ctx context.Context) {
 		key := q.ready[0]
 		q.ready = q.ready[1:]
 		delete(q.queued, key)
+		if q.running[key] {
+			// Exclusive holds the key: the pass runs after it.
+			q.dirty[key] = true
+			q.mu.Unlock()
+			continue
+		}
 		q.running[key] = true
 		st := q.statusLocked(key)
 		st.started++
@@ -304,5 +360,9 @@ func (q *Queue) backoff(attempts int) time.Duration {
 	for i := 1; i < attempts && d < q.cfg.MaxDelay; i++ {
 		d *= 2
 	}
-	return min(d, q.cfg.MaxDelay)
+	d = min(d, q.cfg.MaxDelay)
+	if q.cfg.Jitter && d > 1 {
+		d = d/2 + rand.N(d/2)
+	}
+	return d
 }

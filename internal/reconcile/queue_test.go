@@ -705,3 +705,62 @@ func TestFiredTimerDoesNotActForANewerOne(t *testing.T) {
 		t.Fatalf("%d keys of %d had a third pass: a fired timer acted for a newer one", e, n)
 	}
 }
+
+// TestExclusiveNeverOverlapsPasses: a one-off operation on a key waits for
+// the key's pass, passes wait for it, and an Add during it runs afterwards.
+func TestExclusiveNeverOverlapsPasses(t *testing.T) {
+	var inFlight, overlaps, passes atomic.Int64
+	q, err := New(Config{Workers: 4, Reconcile: func(ctx context.Context, key string) (Result, error) {
+		if inFlight.Add(1) > 1 {
+			overlaps.Add(1)
+		}
+		passes.Add(1)
+		time.Sleep(100 * time.Microsecond)
+		inFlight.Add(-1)
+		return Result{}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer func() { cancel(); q.Wait() }()
+	q.Run(ctx)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				q.Add("k")
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				if err := q.Exclusive(ctx, "k", func() error {
+					if inFlight.Add(1) > 1 {
+						overlaps.Add(1)
+					}
+					inFlight.Add(-1)
+					return nil
+				}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := q.AddAndWait(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if n := overlaps.Load(); n != 0 {
+		t.Fatalf("%d overlaps of passes and exclusive operations", n)
+	}
+	if passes.Load() == 0 {
+		t.Fatal("no pass ran")
+	}
+	if err := q.Exclusive(ctx, "k", func() error { return errors.New("boom") }); err == nil || err.Error() != "boom" {
+		t.Fatalf("Exclusive returned %v, want fn's error", err)
+	}
+}

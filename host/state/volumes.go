@@ -1,0 +1,84 @@
+package state
+
+import (
+	"fmt"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/pluginhost/pluginhost/csi"
+)
+
+// Volume layout: volumes/<volume id> holds a csi.Volume as JSON, the
+// volume reconciler's whole record (spec, the plugin's answers, the desired
+// state and the last attempt's outcome).
+const bucketVolumes = "volumes"
+
+var _ csi.VolumeStore = (*DB)(nil)
+
+// PutVolume implements csi.VolumeStore.
+func (db *DB) PutVolume(v *csi.Volume) error {
+	if v == nil {
+		return fmt.Errorf("put volume: nil volume")
+	}
+	if err := checkName("volume ID", v.ID); err != nil {
+		return fmt.Errorf("put volume: %w", err)
+	}
+	return db.update("put volume "+v.ID, func(tx *bbolt.Tx) error {
+		return putJSON(tx.Bucket([]byte(bucketVolumes)), []byte(v.ID), v)
+	})
+}
+
+// DeleteVolume implements csi.VolumeStore.
+func (db *DB) DeleteVolume(id string) error {
+	return db.update("delete volume "+id, func(tx *bbolt.Tx) error {
+		return deleteKey(tx.Bucket([]byte(bucketVolumes)), []byte(id))
+	})
+}
+
+// Volume implements csi.VolumeStore.
+func (db *DB) Volume(id string) (*csi.Volume, error) {
+	v := new(csi.Volume)
+	err := db.view("read volume "+id, func(tx *bbolt.Tx) error {
+		found, err := getJSON(tx.Bucket([]byte(bucketVolumes)), []byte(id), v)
+		switch {
+		case err != nil:
+			return fmt.Errorf("volume %s: %w", id, err)
+		case !found:
+			return fmt.Errorf("volume %q: %w", id, csi.ErrVolumeNotFound)
+		case v.ID != id:
+			return fmt.Errorf("%w: volume record %s holds volume %q", ErrCorrupt, id, v.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// Volumes implements csi.VolumeStore.
+func (db *DB) Volumes() ([]*csi.Volume, error) {
+	var out []*csi.Volume
+	err := db.view("list volumes", func(tx *bbolt.Tx) error {
+		var err error
+		out, err = readVolumes(tx)
+		return err
+	})
+	return out, err
+}
+
+func readVolumes(tx *bbolt.Tx) ([]*csi.Volume, error) {
+	b := tx.Bucket([]byte(bucketVolumes))
+	if b == nil {
+		return nil, nil
+	}
+	var out []*csi.Volume
+	err := forEachJSON(b, func(k []byte, v *csi.Volume) error {
+		if v.ID != string(k) {
+			return fmt.Errorf("%w: volume record %s holds volume %q", ErrCorrupt, k, v.ID)
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
