@@ -88,4 +88,44 @@
 //
 // Shutdown stops the event goroutine and every instance, and leaves the
 // final fingerprints readable through Plugins.
+//
+// # Volumes
+//
+// A Volume is a durable record in a VolumeStore (host/state keeps them in
+// bbolt): the spec as requested, what the plugin answered (external ID,
+// capacity, volume context, accessible topology), the desired state
+// (present, deleted, deregistered), the progress (pending, ready, failed)
+// and the last attempt's outcome. VolumeManager's request methods (Create,
+// Register, Delete, Deregister) write the desired state and return; the
+// work is done by reconcile, on an internal/reconcile queue keyed by volume
+// ID, the same mechanism as the agent's jobs:
+//
+//   - One step per pass, chosen from the record: DeleteVolume for a volume
+//     to delete (NOT_FOUND is done), CreateVolume for a created volume
+//     without an external ID (its Name is the idempotency key: a create
+//     that reached the plugin before a crash returns the same volume when
+//     retried, never a second one), ControllerExpandVolume when the
+//     requested capacity grew, ValidateVolumeCapabilities for a registered
+//     one. The outcome is recorded before the pass ends.
+//   - Never two CSI calls for one volume at once: the queue runs one pass
+//     per key, and one-off calls (CreateSnapshot) take the key's slot with
+//     Queue.Exclusive. Different volumes run in parallel, up to Workers
+//     (swarmkit has one worker for all, so one slow volume stalls them).
+//   - Errors a retry cannot fix (InvalidArgument, AlreadyExists,
+//     FailedPrecondition, NotFound, Unimplemented, a missing capability)
+//     mark the volume failed with the plugin's message and stop; the rest
+//     are retried with jittered exponential backoff whose doubling stops at
+//     the cap (swarmkit's `100ms << attempt` overflows). Each RPC has
+//     RPCTimeout. A new request resets the attempt count.
+//   - A missing or unhealthy controller is waited for, not retried: the
+//     pass records what it waits for and ends; PluginChanged, which the
+//     agent calls on every plugin health change, queues the plugin's
+//     unsettled volumes again.
+//   - Start queues every unsettled volume: whatever a killed agent left
+//     half done is finished from the record.
+//
+// Requests check what the plugin can do when it is known
+// (CREATE_DELETE_VOLUME, CLONE_VOLUME; snapshots and listings their own
+// capabilities) and refuse with a RequestError naming the field, rather
+// than queueing work that must fail.
 package csi
