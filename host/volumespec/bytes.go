@@ -64,9 +64,12 @@ func ParseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("%w: %q does not start with a number", ErrSizeSyntax, s)
 	}
 	mult, ok := byteUnits[unit]
-	if !ok {
+	switch {
+	case !ok && strings.HasPrefix(t[end:], ","):
+		return 0, fmt.Errorf("%w: %q: write the number without separators", ErrSizeSyntax, s)
+	case !ok:
 		return 0, fmt.Errorf("%w: %q has an unknown unit %q (use B, kB, MB, GB, TB, PB, EB or KiB, MiB, GiB, TiB, PiB, EiB)",
-			ErrSizeSyntax, s, t[end:])
+			ErrSizeSyntax, s, strings.TrimSpace(t[end:]))
 	}
 	r, ok := new(big.Rat).SetString(num)
 	if !ok {

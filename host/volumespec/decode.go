@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
 // mapKeys are the string maps of a volume file, each written as a block or
@@ -42,10 +43,9 @@ const defaultNamespace = "default"
 
 // decodeVolume decodes the file's top-level body without Validate's rules:
 // the volume is only as good as its shape. root is where problems about the
-// whole file are reported.
-func decodeVolume(d *decoder, body hcl.Body) *Volume {
+// whole file (a missing key) are reported.
+func decodeVolume(d *decoder, body hcl.Body, root hcl.Range) *Volume {
 	v := &Volume{}
-	root := body.MissingItemRange()
 	d.at("", root)
 	c := d.Content(body, withMapFields(volumeSchema, d.json, mapKeys...))
 	attrs := c.Attributes
@@ -85,6 +85,12 @@ func decodeVolume(d *decoder, body hcl.Body) *Volume {
 		case "topology_request":
 			topoBlocks = append(topoBlocks, b)
 		}
+	}
+	if len(capBlocks) == 0 && writes(body, "capability") {
+		// The capability was written but is malformed (a label, a
+		// non-object in JSON) and already reported; "missing" would be
+		// a follow-on error.
+		d.failed("RequestedCapabilities")
 	}
 	for _, b := range capBlocks {
 		v.RequestedCapabilities = append(v.RequestedCapabilities,
@@ -176,4 +182,22 @@ func decodeTopology(d *decoder, b *hcl.Block, f string) *Topology {
 	d.at(f, b.DefRange)
 	c := d.Content(b.Body, withMapFields(topologySchema, d.json, "segments"))
 	return &Topology{Segments: d.mapField(f+".Segments", "segments", c)}
+}
+
+// writes tells whether body mentions key in any shape: as a block or
+// attribute in native syntax, as any property in JSON.
+func writes(body hcl.Body, key string) bool {
+	if nb, ok := body.(*hclsyntax.Body); ok {
+		if _, ok := nb.Attributes[key]; ok {
+			return true
+		}
+		for _, b := range nb.Blocks {
+			if b.Type == key {
+				return true
+			}
+		}
+		return false
+	}
+	c, _, _ := body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: key}}})
+	return c != nil && c.Attributes[key] != nil
 }

@@ -115,7 +115,7 @@ func decode(src []byte, filename string) (*Volume, *decoder, map[string]*hcl.Fil
 	// After a syntax error the body is a best-effort partial tree; decoding
 	// it would add confusing follow-on errors about keys that are fine.
 	if file != nil && !diags.HasErrors() {
-		v = decodeVolume(d, file.Body)
+		v = decodeVolume(d, file.Body, rootRange(file, json))
 	}
 	return v, d, p.Files()
 }
@@ -129,4 +129,33 @@ func isJSON(src []byte, filename string) bool {
 	}
 	rest := bytes.TrimLeft(bytes.TrimPrefix(src, []byte("\xef\xbb\xbf")), " \t\r\n")
 	return len(rest) > 0 && rest[0] == '{'
+}
+
+// rootRange is where a file's missing keys are reported: the start of the
+// file, or in JSON the root object's opening brace (hcl's JSON body points
+// at the closing one, after everything the user wrote).
+func rootRange(file *hcl.File, json bool) hcl.Range {
+	rng := file.Body.MissingItemRange()
+	if !json {
+		return rng
+	}
+	pos := hcl.InitialPos
+	for _, b := range file.Bytes {
+		switch b {
+		case '{':
+			end := pos
+			end.Column++
+			end.Byte++
+			return hcl.Range{Filename: rng.Filename, Start: pos, End: end}
+		case '\n':
+			pos.Line++
+			pos.Column = 1
+		default:
+			// Only whitespace (and a byte order mark, which the JSON parser
+			// refuses anyway) can come first; columns count bytes here.
+			pos.Column++
+		}
+		pos.Byte++
+	}
+	return rng
 }

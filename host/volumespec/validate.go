@@ -132,9 +132,12 @@ func validate(v *Volume) []Problem {
 		c.add("ID", "Invalid id",
 			"The volume id must hold only letters, digits, '.', '_' and '-' (at most 128) and not be \".\" or \"..\", got %q.", v.ID)
 	}
+	// A name equal to the id is the id's default; the id's own problem
+	// covers it.
 	switch {
+	case v.Name == v.ID:
 	case v.Name == "":
-		c.add("Name", "Invalid name", "The volume name must not be empty; leave `name` out to use the id.")
+		c.add("Name", "Invalid name", "The volume name must not be empty; leave it out to use the id.")
 	case len(v.Name) > maxNameLen || !utf8.ValidString(v.Name) || strings.IndexFunc(v.Name, unicode.IsControl) >= 0:
 		c.add("Name", "Invalid name", "The volume name must be valid UTF-8 without control characters, at most %d bytes, got %q.",
 			maxNameLen, v.Name)
