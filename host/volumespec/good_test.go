@@ -1,0 +1,109 @@
+package volumespec
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/pluginhost/pluginhost/host/jobspec"
+)
+
+func fullVolume() *Volume {
+	return &Volume{
+		ID: "pg-data", Name: "Postgres data", Type: "csi", PluginID: "mock.csi",
+		SnapshotID:           "snap-42",
+		RequestedCapacityMin: 10 << 30,
+		RequestedCapacityMax: 1.5e12,
+		RequestedCapabilities: []*Capability{
+			{AccessMode: jobspec.AccessModeSingleNodeWriter, AttachmentMode: jobspec.AttachmentModeFilesystem},
+			{AccessMode: jobspec.AccessModeMultiNodeReader, AttachmentMode: jobspec.AttachmentModeBlockDevice},
+		},
+		MountOptions: &MountOptions{FSType: "ext4", MountFlags: []string{"noatime", "nodev"}},
+		RequestedTopologies: &TopologyRequest{
+			Required: []*Topology{
+				{Segments: map[string]string{"rack": "R1", "zone": "us-east-1a"}},
+				{Segments: map[string]string{"rack": "R2"}},
+			},
+			Preferred: []*Topology{{Segments: map[string]string{"rack": "R1"}}},
+		},
+		Secrets:    map[string]string{"token": "xyzzy"},
+		Parameters: map[string]string{"skuname": "Premium_LRS", "replicas": "3"},
+		Context:    map[string]string{"endpoint": "http://192.168.1.101:9425"},
+	}
+}
+
+func registerVolume() *Volume {
+	return &Volume{
+		ID: "legacy-1", Name: "legacy-1", Type: "csi", PluginID: "mockcsi", ExternalID: "vol-0abc123",
+		RequestedCapacityMin: 1 << 30,
+		RequestedCapabilities: []*Capability{
+			{AccessMode: jobspec.AccessModeMultiNodeMultiWrite, AttachmentMode: jobspec.AttachmentModeFilesystem},
+		},
+		Context: map[string]string{"endpoint": "http://192.168.1.101:9425"},
+	}
+}
+
+// TestGoodVolumeFiles parses each good file with the operation it is meant
+// for and compares it with the volume it must yield; an HCL file and its
+// JSON twin must yield the same.
+func TestGoodVolumeFiles(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		op   Op
+		want *Volume
+	}{
+		{"full.hcl", OpCreate, fullVolume()},
+		{"full.json", OpCreate, fullVolume()},
+		{"minimal.hcl", OpCreate, &Volume{
+			ID: "scratch", Name: "scratch", Type: "csi", PluginID: "mockcsi",
+			RequestedCapabilities: []*Capability{
+				{AccessMode: jobspec.AccessModeSingleNodeWriter, AttachmentMode: jobspec.AttachmentModeBlockDevice},
+			},
+		}},
+		{"register.hcl", OpRegister, registerVolume()},
+		{"register.json", OpRegister, registerVolume()},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			path := filepath.Join("testdata", "good", c.file)
+			got, err := ParseFileFor(path, c.op)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				g, _ := json.MarshalIndent(got, "", "  ")
+				w, _ := json.MarshalIndent(c.want, "", "  ")
+				t.Fatalf("got\n%s\nwant\n%s", g, w)
+			}
+			// The rules common to both operations are a subset.
+			if _, err := ParseFile(path); err != nil {
+				t.Errorf("ParseFile: %v", err)
+			}
+			if err := ValidateFor(got, c.op); err != nil {
+				t.Errorf("a parsed volume fails ValidateFor: %v", err)
+			}
+		})
+	}
+}
+
+func TestExamples(t *testing.T) {
+	fromHCL, err := ParseFor([]byte(ExampleHCL), "volume.hcl", OpCreate)
+	if err != nil {
+		t.Fatalf("ExampleHCL: %v", err)
+	}
+	fromJSON, err := ParseFor([]byte(ExampleJSON), "volume.json", OpCreate)
+	if err != nil {
+		t.Fatalf("ExampleJSON: %v", err)
+	}
+	if !reflect.DeepEqual(fromHCL, fromJSON) {
+		t.Errorf("the examples differ:\n%+v\n%+v", fromHCL, fromJSON)
+	}
+	if fromHCL.PluginID != "mockcsi" {
+		t.Errorf("example plugin_id = %q, want mockcsi", fromHCL.PluginID)
+	}
+	// ExampleJSON is also recognised by content, as a file named
+	// otherwise (or read from stdin) would be.
+	if _, err := Parse([]byte(ExampleJSON), "volume"); err != nil {
+		t.Errorf("ExampleJSON without a .json name: %v", err)
+	}
+}

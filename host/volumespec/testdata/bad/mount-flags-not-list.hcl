@@ -1,0 +1,11 @@
+# want: 10:17: Incorrect attribute value type
+id = "v1"
+type      = "csi"
+plugin_id = "mockcsi"
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+mount_options {
+  mount_flags = "noatime"
+}

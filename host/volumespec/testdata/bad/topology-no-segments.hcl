@@ -1,0 +1,13 @@
+# want: 11:5: Invalid topology
+id = "v1"
+type      = "csi"
+plugin_id = "mockcsi"
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+topology_request {
+  required {
+    topology {}
+  }
+}
