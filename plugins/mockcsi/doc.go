@@ -61,8 +61,21 @@
 //	--latency        MOCKCSI_LATENCY=<dur>        every RPC is delayed by <dur>
 //	--crash-after    MOCKCSI_CRASH_AFTER=<n>      the (n+1)th RPC exits the process (code 75)
 //	--exit-at-start  MOCKCSI_EXIT_AT_START=<code> exit with <code> before serving
+//	--fail           MOCKCSI_FAIL=<rules>         the first calls of a method fail (below)
 //
-// Latency and crash-after apply to every CSI call through one unary
+// MOCKCSI_FAIL is a comma-separated list of Method:N:CODE, for example
+// CreateVolume:3:UNAVAILABLE,DeleteVolume:1:INTERNAL. Method is the CSI
+// method's name in the spec (CreateVolume, NodeStageVolume, ...); the first
+// N calls of it fail with CODE, later ones are served. N is * or -1 for
+// every call, which is how a test shows that a non-retryable error
+// (CreateVolume:*:INVALID_ARGUMENT) is not retried. CODE is a gRPC code
+// name, canonical (FAILED_PRECONDITION) or Go's (FailedPrecondition), in
+// any case. The counts are per process. An injected failure happens before
+// the handler, so the call did nothing, and its message says it was
+// injected. An unknown method or code is a start-up error: a rule that can
+// never fire would make a test pass for the wrong reason.
+//
+// Latency, crash-after and fail apply to every CSI call through one unary
 // interceptor that the driver hands the sdk in Config.ServerOptions
 // (faults.intercept), so a new RPC gets them without a line of its own.
 // Health checks and go-plugin's own services are not CSI calls and are

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,4 +196,94 @@ func TestLatencyDelaysCSICallsOnly(t *testing.T) {
 	defer cancelShort()
 	_, err := p.Controller.ListVolumes(short, &csi.ListVolumesRequest{})
 	wantCode(t, err, codes.DeadlineExceeded)
+}
+
+func TestParseFailRules(t *testing.T) {
+	got, err := parseFailRules("CreateVolume:3:UNAVAILABLE, DeleteVolume:1:Internal,NodeStageVolume:*:FAILED_PRECONDITION,Probe:-1:cancelled,")
+	if err != nil {
+		t.Fatalf("parseFailRules: %v", err)
+	}
+	want := []failRule{
+		{"CreateVolume", 3, codes.Unavailable},
+		{"DeleteVolume", 1, codes.Internal},
+		{"NodeStageVolume", -1, codes.FailedPrecondition},
+		{"Probe", -1, codes.Canceled},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("rules = %v, want %v", got, want)
+	}
+	if rules, err := parseFailRules(""); err != nil || len(rules) != 0 {
+		t.Fatalf("empty list = %v, %v; want no rules", rules, err)
+	}
+	for _, bad := range []string{
+		"CreateVolume",                                       // no count or code
+		"CreateVolume:3",                                     // no code
+		"CreateVolume:3:UNAVAILABLE:x",                       // too many parts
+		"CreateVolumes:3:UNAVAILABLE",                        // not a CSI method
+		"CreateVolume:three:UNAVAILABLE",                     // not a count
+		"CreateVolume:-2:UNAVAILABLE",                        // only -1 means always
+		"CreateVolume:3:OK",                                  // not a failure
+		"CreateVolume:3:BROKEN",                              // not a code
+		"CreateVolume:1:INTERNAL,CreateVolume:2:UNAVAILABLE", // ambiguous
+	} {
+		if _, err := parseFailRules(bad); err == nil {
+			t.Errorf("parseFailRules(%q): no error", bad)
+		}
+	}
+}
+
+// The first N calls fail and later ones reach the handler; the count is
+// exact under concurrent calls.
+func TestFaultFailCountsConcurrentCalls(t *testing.T) {
+	f := newFaults(faultConfig{Fail: []failRule{{"CreateVolume", 10, codes.Unavailable}}}, nil)
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			if err := f.injectedFailure("CreateVolume"); err != nil {
+				failed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() != 10 {
+		t.Fatalf("%d of 50 calls failed, want the first 10", failed.Load())
+	}
+	if err := f.injectedFailure("DeleteVolume"); err != nil {
+		t.Fatalf("a method without a rule failed: %v", err)
+	}
+}
+
+// Over gRPC: the injected failures come back with the asked-for code and
+// say they are injected, the handler does not run for them (the volume
+// appears only on the call after them), and other methods are untouched.
+func TestFailThenSucceed(t *testing.T) {
+	_, p := startFaultyDriver(t, faultConfig{Fail: []failRule{{"CreateVolume", 2, codes.Unavailable}}})
+	ctx := context.Background()
+	req := &csi.CreateVolumeRequest{Name: "flaky", VolumeCapabilities: []*csi.VolumeCapability{mountCap}}
+	for i := range 2 {
+		_, err := p.Controller.CreateVolume(ctx, req)
+		wantCode(t, err, codes.Unavailable)
+		if !strings.Contains(status.Convert(err).Message(), "injected") {
+			t.Fatalf("call %d: message %q does not say the failure is injected", i+1, status.Convert(err).Message())
+		}
+		list, err := p.Controller.ListVolumes(ctx, &csi.ListVolumesRequest{})
+		if err != nil || len(list.GetEntries()) != 0 {
+			t.Fatalf("after injected failure %d: ListVolumes = %v, %v; want no volumes", i+1, list.GetEntries(), err)
+		}
+	}
+	if _, err := p.Controller.CreateVolume(ctx, req); err != nil {
+		t.Fatalf("3rd CreateVolume: %v", err)
+	}
+}
+
+// N=* fails every call: how a test shows a non-retryable error is not
+// retried.
+func TestFailAlways(t *testing.T) {
+	_, p := startFaultyDriver(t, faultConfig{Fail: []failRule{{"CreateVolume", -1, codes.InvalidArgument}}})
+	req := &csi.CreateVolumeRequest{Name: "never", VolumeCapabilities: []*csi.VolumeCapability{mountCap}}
+	for range 5 {
+		_, err := p.Controller.CreateVolume(context.Background(), req)
+		wantCode(t, err, codes.InvalidArgument)
+	}
 }
