@@ -62,6 +62,7 @@
 //	--crash-after    MOCKCSI_CRASH_AFTER=<n>      the (n+1)th RPC exits the process (code 75)
 //	--exit-at-start  MOCKCSI_EXIT_AT_START=<code> exit with <code> before serving
 //	--fail           MOCKCSI_FAIL=<rules>         the first calls of a method fail (below)
+//	--delay          MOCKCSI_DELAY=<delays>       a method answers late (below)
 //
 // MOCKCSI_FAIL is a comma-separated list of Method:N:CODE, for example
 // CreateVolume:3:UNAVAILABLE,DeleteVolume:1:INTERNAL. Method is the CSI
@@ -75,8 +76,16 @@
 // injected. An unknown method or code is a start-up error: a rule that can
 // never fire would make a test pass for the wrong reason.
 //
-// Latency, crash-after and fail apply to every CSI call through one unary
-// interceptor that the driver hands the sdk in Config.ServerOptions
+// MOCKCSI_DELAY is a comma-separated list of Method:duration, for example
+// CreateVolume:2s. The call does its work and commits its state, then waits
+// the duration (or until the caller gives up) before answering. Latency
+// waits before the work instead. The delay is the window in which a test
+// kills the caller: the plugin has created the volume, the caller never
+// hears so, and must find out on its retry. Injected failures are not
+// delayed.
+//
+// Latency, crash-after, fail and delay apply to every CSI call through one
+// unary interceptor that the driver hands the sdk in Config.ServerOptions
 // (faults.intercept), so a new RPC gets them without a line of its own.
 // Health checks and go-plugin's own services are not CSI calls and are
 // neither delayed nor counted. The Probe faults shape Probe's answer, so

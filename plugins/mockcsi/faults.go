@@ -27,6 +27,9 @@ type faultConfig struct {
 	// Fail makes the first calls of a method fail; at most one rule per
 	// method (parseFailRules).
 	Fail []failRule
+	// Delay holds a method's answer back this long after its handler has
+	// done its work (bounded by the caller's deadline), keyed by method.
+	Delay map[string]time.Duration
 }
 
 // failRule: the first Times calls of Method fail with Code; Times < 0 means
@@ -41,10 +44,10 @@ type failRule struct {
 // a caller picks for ExitAtStart and from Go's panic code 2.
 const crashExitCode = 75
 
-// faults applies a faultConfig. Latency, CrashAfter and Fail concern every CSI
-// call alike, so they live in one unary interceptor (installed through
-// sdk.Config.ServerOptions) and no handler mentions them. The Probe faults
-// decide Probe's answer, so Probe asks for them itself.
+// faults applies a faultConfig. Latency, CrashAfter, Fail and Delay concern
+// every CSI call alike, so they live in one unary interceptor (installed
+// through sdk.Config.ServerOptions) and no handler mentions them. The Probe
+// faults decide Probe's answer, so Probe asks for them itself.
 type faults struct {
 	cfg     faultConfig
 	started time.Time
@@ -69,10 +72,10 @@ func newFaults(cfg faultConfig, exit func(int)) *faults {
 	return f
 }
 
-// intercept runs enter and the fail rules before every CSI call. Health
-// checks, reflection and go-plugin's own services pass untouched: a host's
-// health pings must not use up CrashAfter or wait out the latency, which is
-// meant for the CSI calls a test is exercising.
+// intercept runs enter and the fail rules before every CSI call and the
+// delay after it. Health checks, reflection and go-plugin's own services
+// pass untouched: a host's health pings must not use up CrashAfter or wait
+// out the latency, which is meant for the CSI calls a test is exercising.
 func (f *faults) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	if !strings.HasPrefix(info.FullMethod, "/csi.v1.") {
 		return handler(ctx, req)
@@ -80,12 +83,21 @@ func (f *faults) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	if err := f.enter(ctx); err != nil {
 		return nil, err
 	}
+	method := path.Base(info.FullMethod)
 	// An injected failure stands in for the handler: the call did nothing,
 	// as a plugin that failed early would have.
-	if err := f.injectedFailure(path.Base(info.FullMethod)); err != nil {
+	if err := f.injectedFailure(method); err != nil {
 		return nil, err
 	}
-	return handler(ctx, req)
+	resp, err := handler(ctx, req)
+	// The delay comes after the handler has committed its work, unlike
+	// Latency: it opens the window in which the plugin has done what was
+	// asked but the caller has no answer yet, where a test kills the
+	// caller to see it recover from an outcome it never heard.
+	if err := sleepCtx(ctx, f.cfg.Delay[method]); err != nil {
+		return nil, err
+	}
+	return resp, err
 }
 
 // injectedFailure counts a call of method and returns the error its fail
@@ -230,4 +242,32 @@ func parseCode(name string) (codes.Code, error) {
 		return 0, fmt.Errorf("code OK is not a failure")
 	}
 	return 0, fmt.Errorf("%q is not a gRPC code name (such as UNAVAILABLE, INTERNAL, INVALID_ARGUMENT)", name)
+}
+
+// parseDelays reads a comma-separated list of Method:duration (see doc.go).
+func parseDelays(spec string) (map[string]time.Duration, error) {
+	delays := map[string]time.Duration{}
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		method, dur, ok := strings.Cut(item, ":")
+		if !ok {
+			return nil, fmt.Errorf("%q: want Method:duration, such as CreateVolume:2s", item)
+		}
+		method = strings.TrimSpace(method)
+		if err := checkMethod(method); err != nil {
+			return nil, fmt.Errorf("%q: %w", item, err)
+		}
+		if _, dup := delays[method]; dup {
+			return nil, fmt.Errorf("%q: %s has a delay already", item, method)
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(dur))
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("%q: want a non-negative duration such as 2s", item)
+		}
+		delays[method] = d
+	}
+	return delays, nil
 }

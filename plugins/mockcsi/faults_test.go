@@ -287,3 +287,89 @@ func TestFailAlways(t *testing.T) {
 		wantCode(t, err, codes.InvalidArgument)
 	}
 }
+
+func TestParseDelays(t *testing.T) {
+	got, err := parseDelays("CreateVolume:2s, DeleteVolume:150ms,")
+	if err != nil {
+		t.Fatalf("parseDelays: %v", err)
+	}
+	if len(got) != 2 || got["CreateVolume"] != 2*time.Second || got["DeleteVolume"] != 150*time.Millisecond {
+		t.Fatalf("delays = %v", got)
+	}
+	for _, bad := range []string{
+		"CreateVolume",                    // no duration
+		"CreateVolume:soon",               // not a duration
+		"CreateVolume:-1s",                // negative
+		"MakeVolume:1s",                   // not a CSI method
+		"CreateVolume:1s,CreateVolume:2s", // ambiguous
+	} {
+		if _, err := parseDelays(bad); err == nil {
+			t.Errorf("parseDelays(%q): no error", bad)
+		}
+	}
+}
+
+// The delay holds the answer back after the work is committed: while the
+// caller waits, the volume is already in state.json, and a caller that
+// gives up (as a killed agent does) leaves the volume created.
+func TestDelayComesAfterTheWork(t *testing.T) {
+	opts := testOptions(shortTempDir(t))
+	opts.Faults = faultConfig{Delay: map[string]time.Duration{"CreateVolume": time.Hour}}
+	d, p := startDriver(t, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Controller.CreateVolume(ctx, &csi.CreateVolumeRequest{
+			Name: "slow", VolumeCapabilities: []*csi.VolumeCapability{mountCap}})
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sf, err := readState(d.store.statePath())
+		if err != nil {
+			t.Fatalf("read state: %v", err)
+		}
+		if len(sf.Volumes) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("volume not committed within 10s of the call")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("CreateVolume answered (%v) within its delay", err)
+	default:
+	}
+	cancel()
+	select {
+	case err := <-done:
+		wantCode(t, err, codes.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("a cancelled caller still waits out the delay")
+	}
+	// The caller gave up; the volume stays.
+	list, err := p.Controller.ListVolumes(context.Background(), &csi.ListVolumesRequest{})
+	if err != nil || len(list.GetEntries()) != 1 {
+		t.Fatalf("ListVolumes after the caller gave up = %v, %v; want the volume", list.GetEntries(), err)
+	}
+}
+
+// A delayed call still gets its answer, late; other methods are not
+// delayed.
+func TestDelayedAnswer(t *testing.T) {
+	const delay = 100 * time.Millisecond
+	_, p := startFaultyDriver(t, faultConfig{Delay: map[string]time.Duration{"CreateVolume": delay}})
+	start := time.Now()
+	v := createVolume(t, p, "late", 1<<20)
+	if took := time.Since(start); took < delay {
+		t.Fatalf("CreateVolume answered after %s, want >= %s", took, delay)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), delay/2)
+	defer cancel()
+	if _, err := p.Controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v.GetVolumeId()}); err != nil {
+		t.Fatalf("DeleteVolume, which has no delay: %v", err)
+	}
+}

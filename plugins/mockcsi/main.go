@@ -38,6 +38,7 @@ const (
 	envCrashAfter  = "MOCKCSI_CRASH_AFTER"
 	envExitAtStart = "MOCKCSI_EXIT_AT_START"
 	envFail        = "MOCKCSI_FAIL"
+	envDelay       = "MOCKCSI_DELAY"
 )
 
 const defaultDriverName = "mockcsi.pluginhost.dev"
@@ -118,6 +119,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.DurationVar(&o.Faults.Latency, "latency", envDur(envLatency), "added to every RPC ($"+envLatency+")")
 	fs.IntVar(&o.Faults.CrashAfter, "crash-after", crashDefault, "exit after answering this many RPCs, 0 = never ($"+envCrashAfter+")")
 	exitAt := fs.Int("exit-at-start", exitDefault, "exit with this code before serving ($"+envExitAtStart+")")
+	delaySpec := fs.String("delay", getenv(envDelay), "Method:duration,...: answer Method this much later, after its work is done ($"+envDelay+")")
 	failSpec := fs.String("fail", getenv(envFail), "Method:N:CODE,...: the first N calls of Method fail with CODE, N=* for all ($"+envFail+")")
 	if len(errs) > 0 {
 		return o, errors.Join(errs...)
@@ -130,13 +132,15 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	}
 	// A bad list is reported under the name it was given by, so that the
 	// test that set it knows which setting to fix.
-	failSource := envFail
+	failSource, delaySource := envFail, envDelay
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "exit-at-start":
 			exitSet = true
 		case "fail":
 			failSource = "--fail"
+		case "delay":
+			delaySource = "--delay"
 		}
 	})
 	if exitSet {
@@ -153,6 +157,11 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 		return o, fmt.Errorf("%s=%q: %w", failSource, *failSpec, err)
 	}
 	o.Faults.Fail = fail
+	delays, err := parseDelays(*delaySpec)
+	if err != nil {
+		return o, fmt.Errorf("%s=%q: %w", delaySource, *delaySpec, err)
+	}
+	o.Faults.Delay = delays
 	o.Endpoint = *endpoint
 	n, err := parseSize(*capacity)
 	if err != nil {
