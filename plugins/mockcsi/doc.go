@@ -91,6 +91,35 @@
 // neither delayed nor counted. The Probe faults shape Probe's answer, so
 // Probe applies them itself.
 //
+// # Call record
+//
+// A CO must never have two calls for one volume in flight at once; the
+// per-volume lock only answers the second one ABORTED, so mockcsi also
+// records what it was sent, for the CO's tests to check (callRecord). An
+// interceptor outside the fault one sees every CSI call from its arrival
+// (before latency, fail rules and the lock) to its answer (after the
+// delay) and keeps, in <state dir>/calls.json:
+//
+//	{"Overlaps": n, "OverlapsByVolume": {"<volume>": n}, "MaxParallel": n,
+//	 "Calls": {"CreateVolume": n, ...}, "InFlight": n}
+//
+// Overlaps counts the calls that started while another call for the same
+// volume was in flight, ABORTED ones included; MaxParallel is the most
+// calls naming a volume in flight at once across all volumes, so a test can
+// also see that different volumes do go in parallel; Calls counts every
+// CSI call by method. A volume is keyed by its name: CreateVolume has only
+// the name and volume IDs are random, so a call by volume_id (or
+// CreateSnapshot's source_volume_id) is keyed by the name of the volume
+// with that ID, which stays known after DeleteVolume. An ID mockcsi cannot
+// place (never created, or deleted before this process started) is its own
+// key. A clone's CreateVolume counts for the new volume only.
+//
+// The file is replaced (temp file, rename) at the end of every call, before
+// the answer goes out. A call whose caller gave up or died ends in the
+// plugin a moment later, so a test reads the file once InFlight is 0: it
+// then holds every call made so far. The record continues across restarts
+// on the same state dir; remove calls.json for a fresh one.
+//
 // # Handlers
 //
 // A handler on one volume checks its arguments (required), then runs its
