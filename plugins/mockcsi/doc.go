@@ -81,8 +81,9 @@
 // the duration (or until the caller gives up) before answering. Latency
 // waits before the work instead. The delay is the window in which a test
 // kills the caller: the plugin has created the volume, the caller never
-// hears so, and must find out on its retry. Injected failures are not
-// delayed.
+// hears so, and must find out on its retry. An error from the handler
+// (ABORTED from the volume's lock, say) is held back too; an injected
+// failure is not.
 //
 // Latency, crash-after, fail and delay apply to every CSI call through one
 // unary interceptor that the driver hands the sdk in Config.ServerOptions
