@@ -24,7 +24,8 @@ func benchDriver(b *testing.B, dir string) *sdktest.Plugin {
 	return serveDriver(b, d)
 }
 
-// BenchmarkProbe is the floor: one unary RPC through the fault hook.
+// BenchmarkProbe is the floor: one unary RPC through the call record and
+// the fault hook. The record's file replace is most of it.
 func BenchmarkProbe(b *testing.B) {
 	p := benchDriver(b, b.TempDir())
 	ctx := context.Background()

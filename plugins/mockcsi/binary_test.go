@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,5 +157,48 @@ func TestBinarySurvivesKill9(t *testing.T) {
 	}
 	if ok, _ := isMountpoint(staging); ok {
 		t.Errorf("staging still mounted")
+	}
+}
+
+// TestBinaryFailDelayAndCallRecord is the agent's crash test in small: the
+// first CreateVolume fails as asked, the retry creates the volume but its
+// answer is held back until the caller gives up, and calls.json tells
+// what the plugin saw.
+func TestBinaryFailDelayAndCallRecord(t *testing.T) {
+	dir := shortTempDir(t)
+	state := filepath.Join(dir, "state")
+	p, sock := startBinary(t, dir, []string{envFail + "=CreateVolume:1:UNAVAILABLE", envDelay + "=CreateVolume:1h"},
+		"--state-dir", state)
+	conn := dial(t, sock)
+	waitServing(t, p, conn)
+	ctl := csi.NewControllerClient(conn)
+	req := &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: []*csi.VolumeCapability{mountCap},
+		CapacityRange: &csi.CapacityRange{RequiredBytes: 1 << 20}}
+	if _, err := ctl.CreateVolume(context.Background(), req); status.Code(err) != codes.Unavailable {
+		t.Fatalf("1st CreateVolume = %v, want the injected UNAVAILABLE", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := ctl.CreateVolume(ctx, req); status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("2nd CreateVolume = %v, want DEADLINE_EXCEEDED (held back by the delay)", err)
+	}
+	list, err := ctl.ListVolumes(context.Background(), &csi.ListVolumesRequest{})
+	if err != nil || len(list.GetEntries()) != 1 {
+		t.Fatalf("ListVolumes = %v, %v; want the volume the unanswered call created", list.GetEntries(), err)
+	}
+	got := readCalls(t, state)
+	if got.Calls["CreateVolume"] != 2 || got.Overlaps != 0 || got.MaxParallel != 1 {
+		t.Fatalf("calls.json = %+v, want 2 CreateVolume calls one at a time", got)
+	}
+}
+
+func TestBinaryBadFailRuleNamesTheVariable(t *testing.T) {
+	dir := shortTempDir(t)
+	p, _ := startBinary(t, dir, []string{envFail + "=CreateVolume:1:NOPE"}, "--state-dir", filepath.Join(dir, "state"))
+	if code := p.exitCode(t, 20*time.Second); code != 2 {
+		t.Fatalf("exit code %d, want 2", code)
+	}
+	if out := p.out.String(); !strings.Contains(out, envFail) {
+		t.Fatalf("output does not name %s:\n%s", envFail, out)
 	}
 }

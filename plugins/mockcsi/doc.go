@@ -61,13 +61,65 @@
 //	--latency        MOCKCSI_LATENCY=<dur>        every RPC is delayed by <dur>
 //	--crash-after    MOCKCSI_CRASH_AFTER=<n>      the (n+1)th RPC exits the process (code 75)
 //	--exit-at-start  MOCKCSI_EXIT_AT_START=<code> exit with <code> before serving
+//	--fail           MOCKCSI_FAIL=<rules>         the first calls of a method fail (below)
+//	--delay          MOCKCSI_DELAY=<delays>       a method answers late (below)
 //
-// Latency and crash-after apply to every CSI call through one unary
-// interceptor that the driver hands the sdk in Config.ServerOptions
+// MOCKCSI_FAIL is a comma-separated list of Method:N:CODE, for example
+// CreateVolume:3:UNAVAILABLE,DeleteVolume:1:INTERNAL. Method is the CSI
+// method's name in the spec (CreateVolume, NodeStageVolume, ...); the first
+// N calls of it fail with CODE, later ones are served. N is * or -1 for
+// every call, which is how a test shows that a non-retryable error
+// (CreateVolume:*:INVALID_ARGUMENT) is not retried. CODE is a gRPC code
+// name, canonical (FAILED_PRECONDITION) or Go's (FailedPrecondition), in
+// any case. The counts are per process. An injected failure happens before
+// the handler, so the call did nothing, and its message says it was
+// injected. An unknown method or code is a start-up error: a rule that can
+// never fire would make a test pass for the wrong reason.
+//
+// MOCKCSI_DELAY is a comma-separated list of Method:duration, for example
+// CreateVolume:2s. The call does its work and commits its state, then waits
+// the duration (or until the caller gives up) before answering. Latency
+// waits before the work instead. The delay is the window in which a test
+// kills the caller: the plugin has created the volume, the caller never
+// hears so, and must find out on its retry. An error from the handler
+// (ABORTED from the volume's lock, say) is held back too; an injected
+// failure is not.
+//
+// Latency, crash-after, fail and delay apply to every CSI call through one
+// unary interceptor that the driver hands the sdk in Config.ServerOptions
 // (faults.intercept), so a new RPC gets them without a line of its own.
 // Health checks and go-plugin's own services are not CSI calls and are
 // neither delayed nor counted. The Probe faults shape Probe's answer, so
 // Probe applies them itself.
+//
+// # Call record
+//
+// A CO must never have two calls for one volume in flight at once; the
+// per-volume lock only answers the second one ABORTED, so mockcsi also
+// records what it was sent, for the CO's tests to check (callRecord). An
+// interceptor outside the fault one sees every CSI call from its arrival
+// (before latency, fail rules and the lock) to its answer (after the
+// delay) and keeps, in <state dir>/calls.json:
+//
+//	{"Overlaps": n, "OverlapsByVolume": {"<volume>": n}, "MaxParallel": n,
+//	 "Calls": {"CreateVolume": n, ...}, "InFlight": n}
+//
+// Overlaps counts the calls that started while another call for the same
+// volume was in flight, ABORTED ones included; MaxParallel is the most
+// calls naming a volume in flight at once across all volumes, so a test can
+// also see that different volumes do go in parallel; Calls counts every
+// CSI call by method. A volume is keyed by its name: CreateVolume has only
+// the name and volume IDs are random, so a call by volume_id (or
+// CreateSnapshot's source_volume_id) is keyed by the name of the volume
+// with that ID, which stays known after DeleteVolume. An ID mockcsi cannot
+// place (never created, or deleted before this process started) is its own
+// key. A clone's CreateVolume counts for the new volume only.
+//
+// The file is replaced (temp file, rename) at the end of every call, before
+// the answer goes out. A call whose caller gave up or died ends in the
+// plugin a moment later, so a test reads the file once InFlight is 0: it
+// then holds every call made so far. The record continues across restarts
+// on the same state dir; remove calls.json for a fresh one.
 //
 // # Handlers
 //

@@ -25,6 +25,7 @@ type driver struct {
 	log        hclog.Logger
 	store      *store
 	faults     *faults
+	calls      *callRecord
 	mounter    *mounter
 }
 
@@ -42,6 +43,11 @@ func newDriver(opts options, log hclog.Logger, exit func(int)) (*driver, error) 
 	if err != nil {
 		return nil, fmt.Errorf("open state dir %s: %w", opts.StateDir, err)
 	}
+	calls, err := openCallRecord(opts.StateDir, log.Named("calls"), st.volumeName)
+	if err != nil {
+		st.close()
+		return nil, err
+	}
 	m, err := newMounter(opts.MountMethod, log.Named("mount"))
 	if err != nil {
 		return nil, err
@@ -54,21 +60,22 @@ func newDriver(opts options, log hclog.Logger, exit func(int)) (*driver, error) 
 		log:        log,
 		store:      st,
 		faults:     newFaults(opts.Faults, exit),
+		calls:      calls,
 		mounter:    m,
 	}, nil
 }
 
-// sdkConfig is what the driver serves: its three services and the fault
-// interceptor. The binary and the in-process tests both start from it, so
-// the tests serve exactly what the binary does; callers add Endpoint and
-// Logger.
+// sdkConfig is what the driver serves: its three services, the call record
+// and the fault interceptor. The binary and the in-process tests both start
+// from it, so the tests serve exactly what the binary does; callers add
+// Endpoint and Logger.
 func (d *driver) sdkConfig() sdk.Config {
 	return sdk.Config{
 		Name:          "mockcsi",
 		Identity:      &identityServer{d: d},
 		Controller:    &controllerServer{d: d},
 		Node:          &nodeServer{d: d},
-		ServerOptions: []grpc.ServerOption{grpc.ChainUnaryInterceptor(d.faults.intercept)},
+		ServerOptions: []grpc.ServerOption{grpc.ChainUnaryInterceptor(d.calls.intercept, d.faults.intercept)},
 	}
 }
 

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -187,6 +189,51 @@ func TestListVolumesPagination(t *testing.T) {
 	}
 	_, err = p.Controller.ListVolumes(ctx, &csi.ListVolumesRequest{StartingToken: "bogus"})
 	wantCode(t, err, codes.Aborted)
+}
+
+// TestListVolumesPages walks every page as a CO does: max_entries bounds
+// each page, next_token is empty exactly on the last, and the pages
+// together list each volume once.
+func TestListVolumesPages(t *testing.T) {
+	_, p := startDriver(t, testOptions(shortTempDir(t)))
+	ctx := context.Background()
+	want := map[string]bool{}
+	for _, n := range []string{"v1", "v2", "v3", "v4", "v5"} {
+		want[createVolume(t, p, n, 1<<20).GetVolumeId()] = true
+	}
+	seen := map[string]bool{}
+	var sizes []int
+	token := ""
+	for {
+		resp, err := p.Controller.ListVolumes(ctx, &csi.ListVolumesRequest{MaxEntries: 2, StartingToken: token})
+		if err != nil {
+			t.Fatalf("ListVolumes after %v: %v", sizes, err)
+		}
+		sizes = append(sizes, len(resp.GetEntries()))
+		for _, e := range resp.GetEntries() {
+			id := e.GetVolume().GetVolumeId()
+			if seen[id] {
+				t.Fatalf("volume %s listed twice", id)
+			}
+			seen[id] = true
+		}
+		if token = resp.GetNextToken(); token == "" {
+			break
+		}
+		if len(sizes) > 5 {
+			t.Fatalf("no last page after %v", sizes)
+		}
+	}
+	if !slices.Equal(sizes, []int{2, 2, 1}) || !maps.Equal(seen, want) {
+		t.Fatalf("pages of %v listing %v, want pages of [2 2 1] listing %v", sizes, seen, want)
+	}
+	// A page big enough for everything has no next token.
+	all, err := p.Controller.ListVolumes(ctx, &csi.ListVolumesRequest{MaxEntries: 5})
+	if err != nil || len(all.GetEntries()) != 5 || all.GetNextToken() != "" {
+		t.Fatalf("max_entries=5: %d entries, token %q, %v", len(all.GetEntries()), all.GetNextToken(), err)
+	}
+	_, err = p.Controller.ListVolumes(ctx, &csi.ListVolumesRequest{MaxEntries: -1})
+	wantCode(t, err, codes.InvalidArgument)
 }
 
 // TestSnapshotAndCloneCopyContent writes a file into a volume and expects

@@ -37,6 +37,8 @@ const (
 	envLatency     = "MOCKCSI_LATENCY"
 	envCrashAfter  = "MOCKCSI_CRASH_AFTER"
 	envExitAtStart = "MOCKCSI_EXIT_AT_START"
+	envFail        = "MOCKCSI_FAIL"
+	envDelay       = "MOCKCSI_DELAY"
 )
 
 const defaultDriverName = "mockcsi.pluginhost.dev"
@@ -117,6 +119,8 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.DurationVar(&o.Faults.Latency, "latency", envDur(envLatency), "added to every RPC ($"+envLatency+")")
 	fs.IntVar(&o.Faults.CrashAfter, "crash-after", crashDefault, "exit after answering this many RPCs, 0 = never ($"+envCrashAfter+")")
 	exitAt := fs.Int("exit-at-start", exitDefault, "exit with this code before serving ($"+envExitAtStart+")")
+	delaySpec := fs.String("delay", getenv(envDelay), "Method:duration,...: answer Method this much later, after its work is done ($"+envDelay+")")
+	failSpec := fs.String("fail", getenv(envFail), "Method:N:CODE,...: the first N calls of Method fail with CODE, N=* for all ($"+envFail+")")
 	if len(errs) > 0 {
 		return o, errors.Join(errs...)
 	}
@@ -126,9 +130,17 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	// A bad list is reported under the name it was given by, so that the
+	// test that set it knows which setting to fix.
+	failSource, delaySource := envFail, envDelay
 	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "exit-at-start" {
+		switch f.Name {
+		case "exit-at-start":
 			exitSet = true
+		case "fail":
+			failSource = "--fail"
+		case "delay":
+			delaySource = "--delay"
 		}
 	})
 	if exitSet {
@@ -140,6 +152,16 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	if o.Faults.CrashAfter < 0 {
 		return o, fmt.Errorf("--crash-after must not be negative")
 	}
+	fail, err := parseFailRules(*failSpec)
+	if err != nil {
+		return o, fmt.Errorf("%s=%q: %w", failSource, *failSpec, err)
+	}
+	o.Faults.Fail = fail
+	delays, err := parseDelays(*delaySpec)
+	if err != nil {
+		return o, fmt.Errorf("%s=%q: %w", delaySource, *delaySpec, err)
+	}
+	o.Faults.Delay = delays
 	o.Endpoint = *endpoint
 	n, err := parseSize(*capacity)
 	if err != nil {

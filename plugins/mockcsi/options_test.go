@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
 )
 
 func env(m map[string]string) func(string) string {
@@ -73,6 +75,44 @@ func TestFaultEnvAndFlags(t *testing.T) {
 	}
 }
 
+func TestFailAndDelayFromEnvAndFlag(t *testing.T) {
+	e := env(map[string]string{envFail: "CreateVolume:3:UNAVAILABLE"})
+	o, err := parseOptions(nil, e, io.Discard)
+	if err != nil {
+		t.Fatalf("parseOptions: %v", err)
+	}
+	if len(o.Faults.Fail) != 1 || o.Faults.Fail[0] != (failRule{"CreateVolume", 3, codes.Unavailable}) {
+		t.Fatalf("rules from env = %v", o.Faults.Fail)
+	}
+	o, err = parseOptions([]string{"--fail=DeleteVolume:*:INTERNAL"}, e, io.Discard)
+	if err != nil {
+		t.Fatalf("parseOptions: %v", err)
+	}
+	if len(o.Faults.Fail) != 1 || o.Faults.Fail[0] != (failRule{"DeleteVolume", -1, codes.Internal}) {
+		t.Fatalf("--fail did not override env: %v", o.Faults.Fail)
+	}
+	o, err = parseOptions([]string{"--delay=DeleteVolume:1s"}, env(map[string]string{envDelay: "CreateVolume:2s"}), io.Discard)
+	if err != nil {
+		t.Fatalf("parseOptions: %v", err)
+	}
+	if len(o.Faults.Delay) != 1 || o.Faults.Delay["DeleteVolume"] != time.Second {
+		t.Fatalf("--delay did not override env: %v", o.Faults.Delay)
+	}
+	_, err = parseOptions(nil, env(map[string]string{envDelay: "CreateVolume:soon"}), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), envDelay) {
+		t.Fatalf("bad %s: error %v does not name it", envDelay, err)
+	}
+	// The error names the setting that holds the bad value.
+	_, err = parseOptions(nil, env(map[string]string{envFail: "CreateVolume:x:UNAVAILABLE"}), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), envFail) {
+		t.Fatalf("bad %s: error %v does not name it", envFail, err)
+	}
+	_, err = parseOptions([]string{"--fail=Nope:1:INTERNAL"}, env(nil), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--fail") {
+		t.Fatalf("bad --fail: error %v does not name it", err)
+	}
+}
+
 func TestBadInputIsAnError(t *testing.T) {
 	for name, tc := range map[string]struct {
 		args []string
@@ -82,6 +122,8 @@ func TestBadInputIsAnError(t *testing.T) {
 		"negative delay":   {env: map[string]string{envProbeDelay: "-1s"}},
 		"bad int env":      {env: map[string]string{envCrashAfter: "many"}},
 		"bad bool env":     {env: map[string]string{envProbeFail: "maybe"}},
+		"bad fail env":     {env: map[string]string{envFail: "CreateVolume:1"}},
+		"bad delay flag":   {args: []string{"--delay=CreateVolume"}},
 		"bad capacity":     {args: []string{"--capacity=lots"}},
 		"zero capacity":    {args: []string{"--capacity=0"}},
 		"negative crash":   {args: []string{"--crash-after=-1"}},

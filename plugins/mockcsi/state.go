@@ -194,6 +194,16 @@ func (s *store) view(fn func(*stateFile)) {
 	fn(s.data)
 }
 
+// volumeName returns the name of the volume with ID id, if there is one.
+func (s *store) volumeName(id string) (name string, ok bool) {
+	s.view(func(sf *stateFile) {
+		if v, found := sf.Volumes[id]; found {
+			name, ok = v.Name, true
+		}
+	})
+	return name, ok
+}
+
 // update applies fn to a copy of the state and commits the copy to disk; the
 // in-memory state changes only if the write succeeded, so a failed write
 // (disk full, read-only dir) never leaves memory and disk disagreeing.
