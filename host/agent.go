@@ -51,6 +51,7 @@ type Agent struct {
 	db        *state.DB
 	registry  *dynamic.Registry
 	csi       *csi.Manager
+	volumes   *csi.VolumeManager
 	watcher   *driver.Watcher
 	runnerCfg *taskrunner.Config
 	events    *broker
@@ -158,6 +159,13 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		return nil, fmt.Errorf("agent: csi manager: %w", err)
 	}
 
+	a.volumes, err = csi.NewVolumeManager(csi.VolumeManagerConfig{
+		Store: a.db, Plugins: a.csi, Logger: logger, OnChange: a.onVolumeChange,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agent: volume manager: %w", err)
+	}
+
 	a.jobQueue, err = reconcile.New(reconcile.Config{
 		Reconcile: a.reconcileJob,
 		Logger:    logger.Named("jobs"),
@@ -256,6 +264,11 @@ func (a *Agent) Run(ctx context.Context, serve func(context.Context) error) erro
 	// Every job is reconciled once at start: whatever a killed agent left
 	// unfinished (an update, a stop, a purge) is finished from the record.
 	a.jobQueue.Run(runCtx)
+	if err := a.volumes.Start(runCtx); err != nil {
+		cancel()
+		a.shutdown()
+		return fmt.Errorf("agent: %w", err)
+	}
 	if err := a.reconcileAll(); err != nil {
 		cancel()
 		a.shutdown()
@@ -372,6 +385,7 @@ func (a *Agent) shutdown() {
 	defer cancel()
 	// No pass may start allocations while they are being let go of.
 	a.jobQueue.Wait()
+	a.volumes.Wait()
 	if err := a.csi.Shutdown(ctx); err != nil {
 		a.logger.Warn("csi manager shutdown", "error", err)
 	}
@@ -409,6 +423,10 @@ func (a *Agent) notifyChanged() {
 
 // onHealthChange turns CSI health changes into API events.
 func (a *Agent) onHealthChange(ev csi.HealthEvent) {
+	// Volume work waiting for this plugin's controller resumes now.
+	if a.volumes != nil {
+		a.volumes.PluginChanged(ev.PluginID)
+	}
 	typ := "PluginUnhealthy"
 	if ev.Healthy {
 		typ = "PluginHealthy"

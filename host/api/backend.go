@@ -39,6 +39,21 @@ type Backend interface {
 	// arguments, so that errors can still become a status code.
 	AllocLogs(ctx context.Context, allocID, task string, stderr, follow bool, w io.Writer) error
 	Plugins(ctx context.Context) ([]*CSIPluginListStub, error)
+	// CreateVolume records a volume to create (or to expand, when it
+	// exists with a smaller capacity_min) and queues the work; RegisterVolume
+	// records an existing one. Both answer once the intent is recorded.
+	CreateVolume(ctx context.Context, req *CSIVolumeRegisterRequest) (*CSIVolumeRegisterResponse, error)
+	RegisterVolume(ctx context.Context, req *CSIVolumeRegisterRequest) (*CSIVolumeRegisterResponse, error)
+	// DeleteVolume records that a volume is to be deleted at its plugin;
+	// DeregisterVolume that it is to be forgotten (force: even if claimed).
+	DeleteVolume(ctx context.Context, id string) (*CSIVolume, error)
+	DeregisterVolume(ctx context.Context, id string, force bool) (*CSIVolume, error)
+	Volume(ctx context.Context, id string) (*CSIVolume, error)
+	Volumes(ctx context.Context, pluginID string) ([]*CSIVolumeListStub, error)
+	ExternalVolumes(ctx context.Context, pluginID string) ([]*CSIVolumeExternalStub, error)
+	CreateSnapshot(ctx context.Context, volumeID, name string) (*CSISnapshot, error)
+	DeleteSnapshot(ctx context.Context, pluginID, snapshotID string) error
+	ListSnapshots(ctx context.Context, pluginID string) ([]*CSISnapshot, error)
 	Plugin(ctx context.Context, id string) (*CSIPlugin, error)
 	// Events subscribes to the live event stream. The channel is closed
 	// when ctx is done (and may be closed earlier, e.g. on agent shutdown

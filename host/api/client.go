@@ -342,3 +342,85 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, in
 	}
 	return nil, se
 }
+
+// CreateVolumeSource submits a volume specification file's text for
+// creation; the agent parses it.
+func (c *Client) CreateVolumeSource(ctx context.Context, id, filename string, src []byte) (*CSIVolumeRegisterResponse, error) {
+	var out CSIVolumeRegisterResponse
+	req := &CSIVolumeRegisterRequest{Source: string(src), Filename: filename}
+	return &out, c.do(ctx, http.MethodPut, "/v1/volume/csi/"+url.PathEscape(id)+"/create", nil, req, &out)
+}
+
+// RegisterVolumeSource submits a volume specification file's text for
+// registration.
+func (c *Client) RegisterVolumeSource(ctx context.Context, id, filename string, src []byte) (*CSIVolumeRegisterResponse, error) {
+	var out CSIVolumeRegisterResponse
+	req := &CSIVolumeRegisterRequest{Source: string(src), Filename: filename}
+	return &out, c.do(ctx, http.MethodPut, "/v1/volume/csi/"+url.PathEscape(id), nil, req, &out)
+}
+
+// Volume returns one volume.
+func (c *Client) Volume(ctx context.Context, id string) (*CSIVolume, error) {
+	var out CSIVolume
+	if err := c.do(ctx, http.MethodGet, "/v1/volume/csi/"+url.PathEscape(id), nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Volumes lists the volumes, of one plugin if pluginID is set.
+func (c *Client) Volumes(ctx context.Context, pluginID string) ([]*CSIVolumeListStub, error) {
+	q := url.Values{"type": {"csi"}}
+	if pluginID != "" {
+		q.Set("plugin_id", pluginID)
+	}
+	var out []*CSIVolumeListStub
+	return out, c.do(ctx, http.MethodGet, "/v1/volumes", q, nil, &out)
+}
+
+// DeleteVolume asks for a volume to be deleted at its plugin and forgotten.
+func (c *Client) DeleteVolume(ctx context.Context, id string) (*CSIVolume, error) {
+	var out CSIVolume
+	return &out, c.do(ctx, http.MethodDelete, "/v1/volume/csi/"+url.PathEscape(id)+"/delete", nil, nil, &out)
+}
+
+// DeregisterVolume asks for a volume to be forgotten, left at its plugin.
+func (c *Client) DeregisterVolume(ctx context.Context, id string, force bool) (*CSIVolume, error) {
+	q := url.Values{}
+	if force {
+		q.Set("force", "true")
+	}
+	var out CSIVolume
+	return &out, c.do(ctx, http.MethodDelete, "/v1/volume/csi/"+url.PathEscape(id), q, nil, &out)
+}
+
+// ExternalVolumes lists the volumes a plugin reports.
+func (c *Client) ExternalVolumes(ctx context.Context, pluginID string) ([]*CSIVolumeExternalStub, error) {
+	var out CSIVolumeListExternalResponse
+	return out.Volumes, c.do(ctx, http.MethodGet, "/v1/volumes/external", url.Values{"plugin_id": {pluginID}}, nil, &out)
+}
+
+// CreateSnapshot snapshots a volume; name may be empty.
+func (c *Client) CreateSnapshot(ctx context.Context, volumeID, name string) (*CSISnapshot, error) {
+	var out CSISnapshotCreateResponse
+	req := &CSISnapshotCreateRequest{Snapshots: []*CSISnapshot{{SourceVolumeID: volumeID, Name: name}}}
+	if err := c.do(ctx, http.MethodPost, "/v1/volumes/snapshot", nil, req, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Snapshots) != 1 {
+		return nil, fmt.Errorf("snapshot of volume %q: the agent answered %d snapshots", volumeID, len(out.Snapshots))
+	}
+	return out.Snapshots[0], nil
+}
+
+// ListSnapshots lists a plugin's snapshots.
+func (c *Client) ListSnapshots(ctx context.Context, pluginID string) ([]*CSISnapshot, error) {
+	var out CSISnapshotListResponse
+	return out.Snapshots, c.do(ctx, http.MethodGet, "/v1/volumes/snapshot", url.Values{"plugin_id": {pluginID}}, nil, &out)
+}
+
+// DeleteSnapshot deletes a snapshot of a plugin.
+func (c *Client) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string) error {
+	q := url.Values{"plugin_id": {pluginID}, "snapshot_id": {snapshotID}}
+	return c.do(ctx, http.MethodDelete, "/v1/volumes/snapshot", q, nil, nil)
+}

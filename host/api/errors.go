@@ -12,6 +12,7 @@ import (
 
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
+	"github.com/pluginhost/pluginhost/host/volumespec"
 )
 
 // ErrorResponse is the JSON body of every non-2xx answer.
@@ -85,6 +86,18 @@ func diagnosticsOf(err error) []Diagnostic {
 		out := make([]Diagnostic, 0, len(ve.Problems))
 		for _, p := range ve.Problems {
 			out = append(out, Diagnostic{Summary: p.Summary, Detail: p.Detail, Field: jobField(p.Field)})
+		}
+		return out
+	}
+	var vve *volumespec.ValidationError
+	if errors.As(err, &vve) {
+		out := make([]Diagnostic, 0, len(vve.Problems))
+		for _, p := range vve.Problems {
+			f := "Volumes[0]"
+			if p.Field != "" {
+				f += "." + p.Field
+			}
+			out = append(out, Diagnostic{Summary: p.Summary, Detail: p.Detail, Field: f})
 		}
 		return out
 	}

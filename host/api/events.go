@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-var topics = []string{TopicAllocation, TopicTask, TopicJob, TopicPlugin, TopicRegistry, TopicAgent}
+var topics = []string{TopicAllocation, TopicTask, TopicJob, TopicPlugin, TopicRegistry, TopicAgent, TopicVolume}
 
 // eventStream writes one JSON event per line and flushes each, until the
 // client goes away, the server shuts down or the backend closes the channel.

@@ -17,6 +17,14 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/client/fs/logs/{id}", methods{http.MethodGet: s.allocLogs}.handler(s.log))
 	mux.Handle("/v1/plugins", methods{http.MethodGet: s.listPlugins}.handler(s.log))
 	mux.Handle("/v1/plugin/csi/{id}", methods{http.MethodGet: s.getPlugin}.handler(s.log))
+	mux.Handle("/v1/volumes", methods{http.MethodGet: s.listVolumes}.handler(s.log))
+	mux.Handle("/v1/volumes/external", methods{http.MethodGet: s.externalVolumes}.handler(s.log))
+	mux.Handle("/v1/volumes/snapshot", methods{http.MethodGet: s.listSnapshots, http.MethodPost: s.createSnapshot,
+		http.MethodPut: s.createSnapshot, http.MethodDelete: s.deleteSnapshot}.handler(s.log))
+	mux.Handle("/v1/volume/csi/{id}", methods{http.MethodGet: s.getVolume, http.MethodPut: s.registerVolume,
+		http.MethodPost: s.registerVolume, http.MethodDelete: s.deregisterVolume}.handler(s.log))
+	mux.Handle("/v1/volume/csi/{id}/create", methods{http.MethodPut: s.createVolume, http.MethodPost: s.createVolume}.handler(s.log))
+	mux.Handle("/v1/volume/csi/{id}/delete", methods{http.MethodDelete: s.deleteVolume}.handler(s.log))
 	mux.Handle("/v1/event/stream", methods{http.MethodGet: s.eventStream}.handler(s.log))
 	mux.Handle("/v1/agent/self", methods{http.MethodGet: s.agentSelf}.handler(s.log))
 	mux.Handle("/v1/agent/health", methods{http.MethodGet: s.agentHealth}.handler(s.log))

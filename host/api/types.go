@@ -293,9 +293,10 @@ type EventPayload struct {
 	TaskEvent  *TaskEvent     `json:",omitempty"`
 	// PluginType is a dynamic registry type ("csi-controller",
 	// "csi-node") for registry and plugin events.
-	PluginType string   `json:",omitempty"`
-	Plugin     *CSIInfo `json:",omitempty"`
-	Message    string   `json:",omitempty"`
+	PluginType string     `json:",omitempty"`
+	Plugin     *CSIInfo   `json:",omitempty"`
+	Volume     *CSIVolume `json:",omitempty"`
+	Message    string     `json:",omitempty"`
 }
 
 // AgentSelf is GET /v1/agent/self.

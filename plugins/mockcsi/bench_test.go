@@ -16,7 +16,9 @@ import (
 // benchDriver is startDriver for benchmarks.
 func benchDriver(b *testing.B, dir string) *sdktest.Plugin {
 	b.Helper()
-	d, err := newDriver(testOptions(dir), hclog.NewNullLogger(), func(int) {})
+	opts := testOptions(dir)
+	opts.RecordCalls = false // the benchmark measures the driver, not the test record
+	d, err := newDriver(opts, hclog.NewNullLogger(), func(int) {})
 	if err != nil {
 		b.Fatalf("newDriver: %v", err)
 	}

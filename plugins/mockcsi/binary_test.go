@@ -167,7 +167,7 @@ func TestBinarySurvivesKill9(t *testing.T) {
 func TestBinaryFailDelayAndCallRecord(t *testing.T) {
 	dir := shortTempDir(t)
 	state := filepath.Join(dir, "state")
-	p, sock := startBinary(t, dir, []string{envFail + "=CreateVolume:1:UNAVAILABLE", envDelay + "=CreateVolume:1h"},
+	p, sock := startBinary(t, dir, []string{envFail + "=CreateVolume:1:UNAVAILABLE", envDelay + "=CreateVolume:1h", envRecordCalls + "=1"},
 		"--state-dir", state)
 	conn := dial(t, sock)
 	waitServing(t, p, conn)

@@ -99,7 +99,8 @@
 // records what it was sent, for the CO's tests to check (callRecord). An
 // interceptor outside the fault one sees every CSI call from its arrival
 // (before latency, fail rules and the lock) to its answer (after the
-// delay) and keeps, in <state dir>/calls.json:
+// delay) and, when asked to (--record-calls, MOCKCSI_RECORD_CALLS; it
+// costs a file write per call), keeps in <state dir>/calls.json:
 //
 //	{"Overlaps": n, "OverlapsByVolume": {"<volume>": n}, "MaxParallel": n,
 //	 "Calls": {"CreateVolume": n, ...}, "InFlight": n}

@@ -43,10 +43,12 @@ func newDriver(opts options, log hclog.Logger, exit func(int)) (*driver, error) 
 	if err != nil {
 		return nil, fmt.Errorf("open state dir %s: %w", opts.StateDir, err)
 	}
-	calls, err := openCallRecord(opts.StateDir, log.Named("calls"), st.volumeName)
-	if err != nil {
-		st.close()
-		return nil, err
+	var calls *callRecord
+	if opts.RecordCalls {
+		if calls, err = openCallRecord(opts.StateDir, log.Named("calls"), st.volumeName); err != nil {
+			st.close()
+			return nil, err
+		}
 	}
 	m, err := newMounter(opts.MountMethod, log.Named("mount"))
 	if err != nil {
@@ -70,12 +72,17 @@ func newDriver(opts options, log hclog.Logger, exit func(int)) (*driver, error) 
 // from it, so the tests serve exactly what the binary does; callers add
 // Endpoint and Logger.
 func (d *driver) sdkConfig() sdk.Config {
+	interceptors := []grpc.UnaryServerInterceptor{d.faults.intercept}
+	if d.calls != nil {
+		// Outermost: it sees a call before the faults delay or fail it.
+		interceptors = append([]grpc.UnaryServerInterceptor{d.calls.intercept}, interceptors...)
+	}
 	return sdk.Config{
 		Name:          "mockcsi",
 		Identity:      &identityServer{d: d},
 		Controller:    &controllerServer{d: d},
 		Node:          &nodeServer{d: d},
-		ServerOptions: []grpc.ServerOption{grpc.ChainUnaryInterceptor(d.calls.intercept, d.faults.intercept)},
+		ServerOptions: []grpc.ServerOption{grpc.ChainUnaryInterceptor(interceptors...)},
 	}
 }
 

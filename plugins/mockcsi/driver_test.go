@@ -25,6 +25,7 @@ func testOptions(dir string) options {
 		StateDir:    filepath.Join(dir, "state"),
 		Capacity:    1 << 30,
 		MountMethod: mountAuto,
+		RecordCalls: true,
 	}
 }
 

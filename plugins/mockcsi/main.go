@@ -25,7 +25,10 @@ type options struct {
 	// MaxVolumes bounds the volumes controller-published to the node
 	// (0: no limit), reported as NodeGetInfo's max_volumes_per_node.
 	MaxVolumes int64
-	Faults     faultConfig
+	// RecordCalls keeps <state dir>/calls.json (see calls.go). It costs a
+	// file write per call, so it is for tests of a CO, off by default.
+	RecordCalls bool
+	Faults      faultConfig
 }
 
 // Environment variables for fault injection; each has a flag of the same
@@ -39,6 +42,7 @@ const (
 	envExitAtStart = "MOCKCSI_EXIT_AT_START"
 	envFail        = "MOCKCSI_FAIL"
 	envDelay       = "MOCKCSI_DELAY"
+	envRecordCalls = "MOCKCSI_RECORD_CALLS"
 )
 
 const defaultDriverName = "mockcsi.pluginhost.dev"
@@ -119,6 +123,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.DurationVar(&o.Faults.Latency, "latency", envDur(envLatency), "added to every RPC ($"+envLatency+")")
 	fs.IntVar(&o.Faults.CrashAfter, "crash-after", crashDefault, "exit after answering this many RPCs, 0 = never ($"+envCrashAfter+")")
 	exitAt := fs.Int("exit-at-start", exitDefault, "exit with this code before serving ($"+envExitAtStart+")")
+	fs.BoolVar(&o.RecordCalls, "record-calls", envBool(envRecordCalls), "keep <state dir>/calls.json, a record of CSI calls per volume ($"+envRecordCalls+")")
 	delaySpec := fs.String("delay", getenv(envDelay), "Method:duration,...: answer Method this much later, after its work is done ($"+envDelay+")")
 	failSpec := fs.String("fail", getenv(envFail), "Method:N:CODE,...: the first N calls of Method fail with CODE, N=* for all ($"+envFail+")")
 	if len(errs) > 0 {

@@ -1,0 +1,49 @@
+package api
+
+import (
+	"context"
+	"fmt"
+)
+
+// The fake backend has no volumes: the server's volume routes are tested
+// for their request handling, the agent's end to end.
+
+func (f *fakeBackend) CreateVolume(ctx context.Context, req *CSIVolumeRegisterRequest) (*CSIVolumeRegisterResponse, error) {
+	return &CSIVolumeRegisterResponse{Volumes: []*CSIVolume{{ID: req.PathID, State: VolumeStatePending}}}, nil
+}
+
+func (f *fakeBackend) RegisterVolume(ctx context.Context, req *CSIVolumeRegisterRequest) (*CSIVolumeRegisterResponse, error) {
+	return f.CreateVolume(ctx, req)
+}
+
+func (f *fakeBackend) DeleteVolume(ctx context.Context, id string) (*CSIVolume, error) {
+	return nil, fmt.Errorf("volume %q: %w", id, ErrNotFound)
+}
+
+func (f *fakeBackend) DeregisterVolume(ctx context.Context, id string, force bool) (*CSIVolume, error) {
+	return nil, fmt.Errorf("volume %q: %w", id, ErrNotFound)
+}
+
+func (f *fakeBackend) Volume(ctx context.Context, id string) (*CSIVolume, error) {
+	return nil, fmt.Errorf("volume %q: %w", id, ErrNotFound)
+}
+
+func (f *fakeBackend) Volumes(ctx context.Context, pluginID string) ([]*CSIVolumeListStub, error) {
+	return nil, nil
+}
+
+func (f *fakeBackend) ExternalVolumes(ctx context.Context, pluginID string) ([]*CSIVolumeExternalStub, error) {
+	return nil, nil
+}
+
+func (f *fakeBackend) CreateSnapshot(ctx context.Context, volumeID, name string) (*CSISnapshot, error) {
+	return &CSISnapshot{ID: "snap-" + volumeID, SourceVolumeID: volumeID, Name: name}, nil
+}
+
+func (f *fakeBackend) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string) error {
+	return nil
+}
+
+func (f *fakeBackend) ListSnapshots(ctx context.Context, pluginID string) ([]*CSISnapshot, error) {
+	return nil, nil
+}
