@@ -123,6 +123,16 @@
 //     unsettled volumes again.
 //   - Start queues every unsettled volume: whatever a killed agent left
 //     half done is finished from the record.
+//   - Requests and passes never overwrite each other: every
+//     read-modify-write of a record holds recMu, each request bumps the
+//     record's Generation, and a pass records its progress only if the
+//     generation it read is still current (the plugin's facts, such as a
+//     new external ID, are kept either way). A delete that arrives while a
+//     create is in flight therefore deletes what the create made.
+//   - A created volume to delete whose external ID was never recorded (the
+//     agent died, or gave up on the answer, after CreateVolume reached the
+//     plugin) is asked for again by name (CreateVolume is idempotent) and
+//     then deleted, so nothing is left behind at the plugin unknown.
 //
 // Requests check what the plugin can do when it is known
 // (CREATE_DELETE_VOLUME, CLONE_VOLUME; snapshots and listings their own

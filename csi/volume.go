@@ -52,6 +52,10 @@ type Volume struct {
 	Attempts int
 	// LastError is the last failed attempt's error.
 	LastError string
+	// Generation counts the requests that changed the record. A pass
+	// records its progress only if no request came while it ran: the
+	// newer intent wins, and is worked on next.
+	Generation uint64
 
 	CreateTime time.Time
 	ModifyTime time.Time

@@ -66,6 +66,11 @@ type VolumeManager struct {
 	log   hclog.Logger
 	queue *reconcile.Queue
 
+	// recMu serialises every read-modify-write of a record: requests, and
+	// passes recording their outcome. Without it a pass that read the
+	// record before a delete request would write it back as it was.
+	recMu sync.Mutex
+
 	mu      sync.Mutex
 	changed chan struct{}
 }
@@ -174,6 +179,8 @@ func (vm *VolumeManager) request(v *Volume, origin VolumeOrigin) (*Volume, error
 	if err := vm.checkPlugin(v, origin); err != nil {
 		return nil, err
 	}
+	vm.recMu.Lock()
+	defer vm.recMu.Unlock()
 	cur, err := vm.cfg.Store.Volume(v.ID)
 	switch {
 	case errors.Is(err, ErrVolumeNotFound):
@@ -212,8 +219,13 @@ func (vm *VolumeManager) request(v *Volume, origin VolumeOrigin) (*Volume, error
 	if next.RequestedCapacityMin == cur.RequestedCapacityMin && cur.State != StateFailed {
 		return cur, nil // the same request again: nothing to do
 	}
+	if next.RequestedCapacityMin > cur.RequestedCapacityMin && !vm.pluginCan(v.PluginID, CapExpandVolume) {
+		return nil, requestErrorf("RequestedCapacityMin", "volume %q cannot grow: plugin %q lacks the %s capability",
+			v.ID, v.PluginID, CapExpandVolume)
+	}
 	// A new request: work resumes, and its attempts count from zero.
 	next.State, next.StateDescription, next.Attempts, next.LastError = StatePending, "queued", 0, ""
+	next.Generation++
 	next.ModifyTime = time.Now()
 	return next, vm.commit(next, true)
 }
@@ -261,6 +273,21 @@ func (vm *VolumeManager) checkPlugin(v *Volume, origin VolumeOrigin) error {
 	return nil
 }
 
+// pluginCan reports whether a plugin's controller has a capability; an
+// unknown or unfingerprinted controller gets the benefit of the doubt (the
+// reconciler checks again before calling).
+func (vm *VolumeManager) pluginCan(pluginID, capability string) bool {
+	p, ok := vm.cfg.Plugins.Plugin(pluginID)
+	if !ok {
+		return true
+	}
+	ctl := p.Controller()
+	if ctl == nil || !ctl.Healthy || len(ctl.ControllerCapabilities) == 0 {
+		return true
+	}
+	return slices.Contains(ctl.ControllerCapabilities, capability)
+}
+
 // Delete records that the volume is to be deleted at its plugin and then
 // forgotten, and queues the work.
 func (vm *VolumeManager) Delete(id string) (*Volume, error) {
@@ -274,6 +301,8 @@ func (vm *VolumeManager) Deregister(id string) (*Volume, error) {
 }
 
 func (vm *VolumeManager) setDesired(id string, d VolumeDesired) (*Volume, error) {
+	vm.recMu.Lock()
+	defer vm.recMu.Unlock()
 	v, err := vm.cfg.Store.Volume(id)
 	if err != nil {
 		return nil, err
@@ -287,6 +316,7 @@ func (vm *VolumeManager) setDesired(id string, d VolumeDesired) (*Volume, error)
 	}
 	v.Desired, v.State, v.StateDescription = d, StatePending, "queued"
 	v.Attempts, v.LastError = 0, ""
+	v.Generation++
 	v.ModifyTime = time.Now()
 	return v, vm.commit(v, true)
 }
@@ -354,7 +384,8 @@ func (vm *VolumeManager) reconcile(ctx context.Context, id string) (reconcile.Re
 	if v.Settled() {
 		return reconcile.Result{}, nil
 	}
-	if v.Desired == DesiredDeregistered || v.Desired == DesiredDeleted && v.ExternalID == "" {
+	gen := v.Generation
+	if v.Desired == DesiredDeregistered || v.Desired == DesiredDeleted && v.ExternalID == "" && v.Origin != OriginCreated {
 		return reconcile.Result{}, vm.forget(v)
 	}
 
@@ -363,7 +394,7 @@ func (vm *VolumeManager) reconcile(ctx context.Context, id string) (reconcile.Re
 		if v.StateDescription != wait {
 			v.StateDescription = wait
 			v.ModifyTime = time.Now()
-			if err := vm.commit(v, false); err != nil {
+			if err := vm.recordOutcome(v, gen); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
@@ -379,7 +410,7 @@ func (vm *VolumeManager) reconcile(ctx context.Context, id string) (reconcile.Re
 		}
 		v.State, v.StateDescription, v.Attempts, v.LastError = StateReady, step, 0, ""
 		v.ModifyTime = time.Now()
-		return reconcile.Result{}, vm.commit(v, false)
+		return reconcile.Result{}, vm.recordOutcome(v, gen)
 	}
 	v.Attempts++
 	v.LastError = err.Error()
@@ -387,10 +418,10 @@ func (vm *VolumeManager) reconcile(ctx context.Context, id string) (reconcile.Re
 	if permanent(err) {
 		v.State, v.StateDescription = StateFailed, fmt.Sprintf("%s failed", step)
 		vm.log.Warn("volume work failed for good", "volume", v.ID, "step", step, "error", err)
-		return reconcile.Result{}, vm.commit(v, false)
+		return reconcile.Result{}, vm.recordOutcome(v, gen)
 	}
 	v.StateDescription = fmt.Sprintf("%s: attempt %d failed, retrying", step, v.Attempts)
-	if cerr := vm.commit(v, false); cerr != nil {
+	if cerr := vm.recordOutcome(v, gen); cerr != nil {
 		return reconcile.Result{}, cerr
 	}
 	return reconcile.Result{}, fmt.Errorf("volume %q: %s: %w", v.ID, step, err)
@@ -445,7 +476,28 @@ func (vm *VolumeManager) step(ctx context.Context, v *Volume, c *controllerClien
 	switch {
 	case v.Desired == DesiredDeleted:
 		if !c.has(CapControllerCreateDelete) {
+			if v.ExternalID == "" {
+				return "delete", nil // it can never have been created
+			}
 			return "delete", missing(CapControllerCreateDelete)
+		}
+		if v.ExternalID == "" {
+			// A create may have reached the plugin before the agent died
+			// or gave up on its answer. CreateVolume is idempotent by
+			// name: asking again returns that volume's ID, so it can be
+			// deleted rather than left behind unknown. A create that
+			// cannot succeed means there is nothing to delete.
+			resp, err := c.CreateVolume(ctx, createRequest(v))
+			if err != nil {
+				if permanent(err) {
+					return "delete", nil
+				}
+				return "delete", err
+			}
+			v.ExternalID = resp.GetVolume().GetVolumeId()
+			if v.ExternalID == "" {
+				return "delete", nil
+			}
 		}
 		_, err := c.DeleteVolume(ctx, &csipb.DeleteVolumeRequest{VolumeId: v.ExternalID, Secrets: v.Secrets})
 		if isNotFound(err) {
@@ -503,8 +555,47 @@ func (vm *VolumeManager) step(ctx context.Context, v *Volume, c *controllerClien
 	return "ready", nil
 }
 
-// forget removes the record.
+// recordOutcome writes what a pass learned. The plugin's facts (external
+// ID, capacity, context, topology) are kept whatever happened meanwhile,
+// since they describe what exists; the progress fields only if no request
+// came since the pass read the record (gen): the newer intent wins, and
+// the request's Add runs the volume again.
+func (vm *VolumeManager) recordOutcome(out *Volume, gen uint64) error {
+	vm.recMu.Lock()
+	defer vm.recMu.Unlock()
+	cur, err := vm.cfg.Store.Volume(out.ID)
+	if errors.Is(err, ErrVolumeNotFound) {
+		return nil // forgotten meanwhile (a deregister)
+	}
+	if err != nil {
+		return err
+	}
+	if cur.Generation == gen {
+		return vm.commit(out, false)
+	}
+	if out.ExternalID != "" && cur.ExternalID != out.ExternalID {
+		cur.ExternalID, cur.Context = out.ExternalID, out.Context
+		cur.AccessibleTopology = out.AccessibleTopology
+	}
+	cur.Capacity = max(cur.Capacity, out.Capacity)
+	return vm.commit(cur, false)
+}
+
+// forget removes the record, unless a request since the pass began wants
+// the volume kept.
 func (vm *VolumeManager) forget(v *Volume) error {
+	vm.recMu.Lock()
+	defer vm.recMu.Unlock()
+	cur, err := vm.cfg.Store.Volume(v.ID)
+	if errors.Is(err, ErrVolumeNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if cur.Desired == DesiredPresent {
+		return nil // cannot happen: requests refuse to revive a volume being removed
+	}
 	if err := vm.cfg.Store.DeleteVolume(v.ID); err != nil {
 		return fmt.Errorf("forgetting volume %q: %w", v.ID, err)
 	}
