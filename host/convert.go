@@ -92,6 +92,13 @@ func apiJob(j *jobspec.Job) *api.Job {
 func jobStatus(js *state.JobState, snaps []*taskrunner.AllocSnapshot) *api.Job {
 	out := apiJob(js.Spec.Job)
 	out.Version, out.Stop = js.Job.Version, js.Job.Stop
+	out.Stable = js.Spec.Stable
+	if u := js.Job.Update; u != nil {
+		out.Update = &api.JobUpdate{Version: u.Version, Status: u.Status, Description: u.Description, Time: u.Time.UnixNano()}
+		if js.Job.Failed(js.Job.Version) && !js.Job.Stop {
+			out.StatusDescription = fmt.Sprintf("update to version %d failed: %s", u.Version, u.Description)
+		}
+	}
 	out.SubmitTime, out.ModifyTime = js.Job.SubmitTime.UnixNano(), js.Job.ModifyTime.UnixNano()
 
 	summary := &api.JobSummary{JobID: out.ID, Summary: map[string]api.TaskGroupSummary{}}

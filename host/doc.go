@@ -30,9 +30,12 @@
 //     internal/reconcile queue keyed by job ID. It reads the record and
 //     compares it with the allocations: slots of the current version without
 //     an allocation get one; earlier versions' allocations stop once the
-//     current ones have settled (running, complete or failed; or updateWait
-//     after the submission), so a CSI plugin stays available through its own
-//     update; a stopped job's allocations stop; a purged job is forgotten
+//     current ones are healthy (every task running for the group's update
+//     min_healthy_time, CSI plugin tasks' plugins healthy; update_health.go),
+//     so a CSI plugin stays available through its own update; a version
+//     that fails or misses healthy_deadline is stopped instead, the earlier
+//     one keeps running, the outcome is recorded on the job (and with
+//     auto_revert the last stable version is submitted again); a stopped job's allocations stop; a purged job is forgotten
 //     once they have. Stops run in the background, a pass never blocks on a
 //     kill_timeout. Task events and finished allocations add the job to the
 //     queue again.

@@ -16,10 +16,6 @@ import (
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
 
-// updateWait bounds how long old allocations of an updated job keep running
-// while the new ones start.
-const updateWait = 2 * time.Minute
-
 // stopTimeout bounds a job stop; kill_timeout is per task and the stops run
 // in parallel, so this is generous.
 const stopTimeout = 5 * time.Minute
@@ -60,6 +56,11 @@ func (a *Agent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterR
 func (a *Agent) submit(job *jobspec.Job) (*api.JobRegisterResponse, error) {
 	a.jobMu.Lock()
 	defer a.jobMu.Unlock()
+	return a.submitLocked(job)
+}
+
+// submitLocked is submit with jobMu held (a reconcile pass reverting).
+func (a *Agent) submitLocked(job *jobspec.Job) (*api.JobRegisterResponse, error) {
 	resp := &api.JobRegisterResponse{JobID: job.ID}
 	var (
 		res     *state.SubmitResult
@@ -205,7 +206,7 @@ func (a *Agent) JobVersions(ctx context.Context, jobID string) ([]*api.Job, erro
 	out := make([]*api.Job, 0, len(versions))
 	for _, v := range versions {
 		j := apiJob(v.Job)
-		j.Version, j.SubmitTime = v.Version, v.SubmitTime.UnixNano()
+		j.Version, j.SubmitTime, j.Stable = v.Version, v.SubmitTime.UnixNano(), v.Stable
 		j.Stop = v.Version == js.Job.Version && js.Job.Stop
 		out = append(out, j)
 	}

@@ -13,8 +13,8 @@ import (
 
 // reconcileJob moves a job's allocations towards its durable record: the
 // allocations of the current version exist, one per group index; those of
-// earlier versions stop once the current ones have settled (or updateWait
-// after the version was submitted); a stopped job's allocations stop; a
+// earlier versions stop once the current ones are healthy, and a version
+// that fails its roll-out is stopped instead (update_health.go); a stopped job's allocations stop; a
 // purged job is forgotten once they have. Every step is either recorded
 // before it is taken or derived again from the record on the next pass, so
 // an agent killed at any point finishes the work when it starts again.
@@ -54,26 +54,89 @@ func (a *Agent) reconcileJob(ctx context.Context, jobID string) (reconcile.Resul
 	}
 
 	cur, old := a.splitByVersion(js, entries)
+	if js.Job.Failed(js.Job.Version) {
+		// The version failed its roll-out: its allocations stay stopped
+		// and the earlier ones keep serving, until a new submission.
+		for _, e := range cur {
+			a.stopAsync(e)
+		}
+		return reconcile.Result{}, nil
+	}
 	if err := a.createMissing(js, cur); err != nil {
 		return reconcile.Result{}, err
 	}
-	if len(old) == 0 {
+	if js.Job.Update != nil && js.Job.Update.Version == js.Job.Version {
+		// Rolled out already: the previous versions have no business.
+		for _, e := range old {
+			a.stopAsync(e)
+		}
 		return reconcile.Result{}, nil
 	}
-	// The previous version keeps running until its successors have
-	// settled, so a job is never left with nothing while the new version
-	// starts; after updateWait it goes anyway.
-	if !allSettled(a.jobAllocsOfVersion(jobID, js.Job.Version)) {
-		if left := time.Until(js.Job.SubmitTime.Add(updateWait)); left > 0 {
-			return reconcile.Result{RequeueAfter: left}, nil
+	// The previous version keeps running until the new one is healthy
+	// (update_health.go), so a plugin is never left without an instance
+	// while its new version starts; a new version that fails is stopped
+	// and the previous one stays.
+	verdict := judgeRollout(js.Spec.Job, a.jobAllocsOfVersion(jobID, js.Job.Version), time.Now())
+	switch {
+	case verdict.healthy:
+		if err := a.finishUpdate(js, state.UpdateSuccessful, "all allocations healthy"); err != nil {
+			return reconcile.Result{}, err
 		}
-		a.logger.Warn("job update: new allocations not running in time, stopping the old ones anyway",
-			"job_id", jobID, "version", js.Job.Version, "wait", updateWait)
+		for _, e := range old {
+			a.stopAsync(e)
+		}
+		return reconcile.Result{}, nil
+	case verdict.unhealthy != "":
+		a.logger.Warn("job update failed", "job_id", jobID, "version", js.Job.Version, "reason", verdict.unhealthy)
+		if err := a.finishUpdate(js, state.UpdateFailed, verdict.unhealthy); err != nil {
+			return reconcile.Result{}, err
+		}
+		if len(old) > 0 {
+			for _, e := range cur {
+				a.stopAsync(e)
+			}
+		}
+		return reconcile.Result{}, a.autoRevert(js)
 	}
-	for _, e := range old {
-		a.stopAsync(e)
+	return reconcile.Result{RequeueAfter: verdict.wait}, nil
+}
+
+// finishUpdate records how the current version's roll-out ended.
+func (a *Agent) finishUpdate(js *state.JobState, status, why string) error {
+	out := &state.UpdateOutcome{Version: js.Job.Version, Status: status, Description: why, Time: time.Now()}
+	if err := a.db.Update(func(tx *state.Tx) error { return tx.FinishUpdate(js.Job.ID, out) }); err != nil {
+		return fmt.Errorf("recording the update of job %q: %w", js.Job.ID, err)
 	}
-	return reconcile.Result{}, nil
+	js.Job.Update = out
+	return nil
+}
+
+// autoRevert submits the newest stable version again when a failed
+// version's groups ask for auto_revert, as Nomad does.
+func (a *Agent) autoRevert(js *state.JobState) error {
+	want := false
+	for _, g := range js.Spec.Job.TaskGroups {
+		want = want || updateOf(g).AutoRevert
+	}
+	if !want {
+		return nil
+	}
+	versions, err := a.db.JobVersions(js.Job.ID)
+	if err != nil {
+		return err
+	}
+	for _, v := range versions {
+		if v.Stable && v.Version != js.Job.Version {
+			a.logger.Info("job update failed, reverting to the last stable version", "job_id", js.Job.ID, "version", v.Version)
+			_, err := a.submitLocked(v.Job)
+			if err == nil {
+				a.jobQueue.Add(js.Job.ID)
+			}
+			return err
+		}
+	}
+	a.logger.Warn("job update failed and auto_revert found no stable version", "job_id", js.Job.ID)
+	return nil
 }
 
 // giKey names an allocation slot: a group and an index within its count.
@@ -236,17 +299,6 @@ func isDone(e *allocEntry) bool {
 func allDone(entries []*allocEntry) bool {
 	for _, e := range entries {
 		if !isDone(e) {
-			return false
-		}
-	}
-	return true
-}
-
-func allSettled(entries []*allocEntry) bool {
-	for _, e := range entries {
-		switch e.runner.State().Alloc.ClientStatus {
-		case state.AllocClientStatusRunning, state.AllocClientStatusComplete, state.AllocClientStatusFailed:
-		default:
 			return false
 		}
 	}

@@ -78,6 +78,7 @@ func (c *JobHistoryCommand) Run(args []string) int {
 	for _, v := range versions {
 		kv := []string{
 			fmt.Sprintf("Version|%d", v.Version),
+			fmt.Sprintf("Stable|%t", v.Stable),
 			"Submit Date|" + formatUnixNano(v.SubmitTime),
 			"Groups|" + cell(groupCounts(v)),
 		}

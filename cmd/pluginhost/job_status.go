@@ -82,6 +82,9 @@ func (c *JobStatusCommand) show(client *api.Client, id string) int {
 	if job.StatusDescription != "" {
 		kv = append(kv, "Description|"+cell(job.StatusDescription))
 	}
+	if u := job.Update; u != nil {
+		kv = append(kv, fmt.Sprintf("Last Update|version %d %s: %s", u.Version, u.Status, cell(u.Description)))
+	}
 	c.Ui.Output(formatKV(kv))
 
 	if job.JobSummary != nil && len(job.JobSummary.Summary) > 0 {

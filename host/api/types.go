@@ -53,6 +53,15 @@ type JobListStub struct {
 	JobSummary *JobSummary
 }
 
+// JobUpdate is the outcome of a version's roll-out, as a Nomad deployment's
+// status: "successful" or "failed", with the reason.
+type JobUpdate struct {
+	Version     uint64
+	Status      string
+	Description string
+	Time        int64
+}
+
 // JobSummary counts a job's allocations per task group and client status.
 type JobSummary struct {
 	JobID   string
@@ -84,7 +93,11 @@ type Job struct {
 	// as a parsed job).
 	SourcePath string
 	// Version is the job's current version (see JobListStub.Version).
-	Version    uint64
+	Version uint64
+	// Stable: this version rolled out successfully (in history views).
+	Stable bool `json:",omitempty"`
+	// Update is how the roll-out of the newest finished version ended.
+	Update     *JobUpdate `json:",omitempty"`
 	SubmitTime int64
 	ModifyTime int64
 	JobSummary *JobSummary

@@ -10,6 +10,7 @@ var groupSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "count"}},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "restart"},
+		{Type: "update"},
 		{Type: "volume", LabelNames: []string{"alias"}},
 		{Type: "meta"},
 		{Type: "task", LabelNames: []string{"name"}},
@@ -22,7 +23,7 @@ func fieldIndex(field string, i int) string { return fmt.Sprintf("%s[%d]", field
 // fieldKey names the entry key of a map field.
 func fieldKey(field, key string) string { return fmt.Sprintf("%s[%q]", field, key) }
 
-func decodeGroup(d *decoder, job *Job, block *hcl.Block, f string) *TaskGroup {
+func decodeGroup(d *decoder, job *Job, jobUpdate *UpdateStrategy, block *hcl.Block, f string) *TaskGroup {
 	g := &TaskGroup{Name: block.Labels[0], Count: 1, Volumes: map[string]*VolumeRequest{}}
 	d.at(f, block.DefRange)
 	d.at(f+".Name", labelRange(block))
@@ -36,11 +37,13 @@ func decodeGroup(d *decoder, job *Job, block *hcl.Block, f string) *TaskGroup {
 		g.Count = n
 	}
 
-	var restarts, metas, volumes, tasks hcl.Blocks
+	var restarts, updates, metas, volumes, tasks hcl.Blocks
 	for _, b := range c.Blocks {
 		switch b.Type {
 		case "restart":
 			restarts = append(restarts, b)
+		case "update":
+			updates = append(updates, b)
 		case "meta":
 			metas = append(metas, b)
 		case "volume":
@@ -52,6 +55,7 @@ func decodeGroup(d *decoder, job *Job, block *hcl.Block, f string) *TaskGroup {
 	g.Meta = d.StringMap(d.AtMostOne(metas), nil)
 	rb := decodeRestart(d, d.AtMostOne(restarts), f+".Restart")
 	g.Restart = rb.over(defaultRestart(job.Type))
+	g.Update = decodeUpdate(d, d.AtMostOne(updates), f+".Update").over(jobUpdate)
 
 	for _, vb := range volumes {
 		alias := vb.Labels[0]

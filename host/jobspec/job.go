@@ -8,6 +8,7 @@ var jobSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "type"}, {Name: "datacenters"}},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "meta"},
+		{Type: "update"},
 		{Type: "group", LabelNames: []string{"name"}},
 	},
 }
@@ -36,19 +37,31 @@ func decodeJob(d *decoder, block *hcl.Block) *Job {
 		job.Datacenters = dcs
 	}
 
-	var metaBlocks, groupBlocks hcl.Blocks
+	var metaBlocks, updateBlocks, groupBlocks hcl.Blocks
 	for _, b := range c.Blocks {
 		switch b.Type {
 		case "meta":
 			metaBlocks = append(metaBlocks, b)
+		case "update":
+			updateBlocks = append(updateBlocks, b)
 		case "group":
 			groupBlocks = append(groupBlocks, b)
 		}
 	}
 	job.Meta = d.StringMap(d.AtMostOne(metaBlocks), nil)
+	// The job's update block is the default of every group's; it is kept
+	// only through the groups, as in Nomad's canonical form.
+	jobUpdate := decodeUpdate(d, d.AtMostOne(updateBlocks), "Update").over(nil)
 
 	for _, gb := range groupBlocks {
-		job.TaskGroups = append(job.TaskGroups, decodeGroup(d, job, gb, fieldIndex("TaskGroups", len(job.TaskGroups))))
+		f := fieldIndex("TaskGroups", len(job.TaskGroups))
+		g := decodeGroup(d, job, jobUpdate, gb, f)
+		if jobUpdate != nil {
+			// A problem with a value the group took from the job's block
+			// is shown where it is written.
+			d.inherit(f+".Update", "Update")
+		}
+		job.TaskGroups = append(job.TaskGroups, g)
 	}
 	return job
 }

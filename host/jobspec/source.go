@@ -1,6 +1,7 @@
 package jobspec
 
 import (
+	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -39,6 +40,19 @@ func (d *decoder) at(path string, rng hcl.Range) { d.values[path] = rng }
 
 // unplace forgets where path is written, so that problems about it are
 // reported at the enclosing block.
+// inherit places every path under dst that has no place of its own where
+// the same path under src is written.
+func (d *decoder) inherit(dst, src string) {
+	for p, rng := range d.values {
+		if p == src || strings.HasPrefix(p, src+".") {
+			q := dst + strings.TrimPrefix(p, src)
+			if _, ok := d.values[q]; !ok {
+				d.values[q] = rng
+			}
+		}
+	}
+}
+
 func (d *decoder) unplace(path string) {
 	delete(d.values, path)
 	delete(d.keys, path)

@@ -54,6 +54,9 @@ type TaskGroup struct {
 	Name    string
 	Count   int
 	Restart *RestartPolicy
+	// Update is the group's update block merged over the job's; nil when
+	// neither has one (see the agent's default in host/reconcile_jobs.go).
+	Update  *UpdateStrategy
 	Volumes map[string]*VolumeRequest
 	Meta    map[string]string
 	Tasks   []*Task

@@ -177,6 +177,9 @@ func (v *validation) group(f string, job *Job, g *TaskGroup) {
 		v.restart(f+".Restart", g.Restart, nil)
 	}
 	v.stringMap(f+".Meta", "meta", g.Meta)
+	if g.Update != nil {
+		v.update(f+".Update", g.Update)
+	}
 
 	aliases := make([]string, 0, len(g.Volumes))
 	for a := range g.Volumes {
@@ -246,6 +249,41 @@ func (v *validation) restart(f string, p, inherited *RestartPolicy) {
 	case time.Duration(p.Attempts)*p.Delay > p.Interval:
 		v.add(f, "Invalid restart policy",
 			"%d attempts with a delay of %s cannot fit in an interval of %s.", p.Attempts, p.Delay, p.Interval)
+	}
+}
+
+// update applies Nomad's rules to an update block, and refuses what
+// pluginhost cannot do (canaries, manual health).
+func (v *validation) update(f string, u *UpdateStrategy) {
+	v.intRange(f+".MaxParallel", "max_parallel", u.MaxParallel, 0, maxCount)
+	switch u.HealthCheck {
+	case HealthCheckChecks, HealthCheckTaskStates:
+	case "manual":
+		v.add(f+".HealthCheck", "Unsupported health_check",
+			"health_check = \"manual\" needs Nomad's deployment promote API, which pluginhost has not; use \"task_states\".")
+	default:
+		v.add(f+".HealthCheck", "Invalid health_check", "health_check must be \"checks\" or \"task_states\", got %q.", u.HealthCheck)
+	}
+	if u.Canary != 0 {
+		v.add(f+".Canary", "Unsupported update setting",
+			"pluginhost has no canaries (one machine, one version at a time), so canary must be 0, got %d.", u.Canary)
+	}
+	ok := v.nonNegative(f+".MinHealthyTime", "min_healthy_time", u.MinHealthyTime)
+	ok = v.nonNegative(f+".HealthyDeadline", "healthy_deadline", u.HealthyDeadline) && ok
+	ok = v.nonNegative(f+".ProgressDeadline", "progress_deadline", u.ProgressDeadline) && ok
+	ok = v.nonNegative(f+".Stagger", "stagger", u.Stagger) && ok
+	if !ok {
+		return
+	}
+	switch {
+	case u.HealthyDeadline == 0:
+		v.add(f+".HealthyDeadline", "Invalid update block", "healthy_deadline must be longer than zero.")
+	case u.MinHealthyTime >= u.HealthyDeadline:
+		v.add(f+".MinHealthyTime", "Invalid update block",
+			"min_healthy_time (%s) must be shorter than healthy_deadline (%s).", u.MinHealthyTime, u.HealthyDeadline)
+	case u.ProgressDeadline != 0 && u.HealthyDeadline >= u.ProgressDeadline:
+		v.add(f+".HealthyDeadline", "Invalid update block",
+			"healthy_deadline (%s) must be shorter than progress_deadline (%s).", u.HealthyDeadline, u.ProgressDeadline)
 	}
 }
 

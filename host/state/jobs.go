@@ -47,6 +47,28 @@ type Job struct {
 	// last changed.
 	SubmitTime time.Time
 	ModifyTime time.Time
+	// Update is the outcome of rolling out the latest version whose
+	// rollout finished (nil while none has).
+	Update *UpdateOutcome `json:",omitempty"`
+}
+
+// Update statuses, as Nomad's deployment statuses.
+const (
+	UpdateSuccessful = "successful"
+	UpdateFailed     = "failed"
+)
+
+// UpdateOutcome is how the roll-out of one version ended.
+type UpdateOutcome struct {
+	Version     uint64
+	Status      string
+	Description string
+	Time        time.Time
+}
+
+// Failed reports whether the roll-out of version v failed.
+func (j *Job) Failed(v uint64) bool {
+	return j.Update != nil && j.Update.Version == v && j.Update.Status == UpdateFailed
 }
 
 // JobVersion is one accepted submission of a job.
@@ -54,6 +76,9 @@ type JobVersion struct {
 	Version    uint64
 	Job        *jobspec.Job
 	SubmitTime time.Time
+	// Stable: this version's roll-out succeeded (auto_revert goes back to
+	// the newest stable version).
+	Stable bool `json:",omitempty"`
 }
 
 // JobState is a job's record with its current version's spec.
@@ -90,7 +115,9 @@ func (t *Tx) SubmitJob(job *jobspec.Job, now time.Time, same func(a, b *jobspec.
 	case err != nil:
 		return nil, err
 	}
-	if !cur.Job.Stop && cur.Spec != nil && same(cur.Spec.Job, job) {
+	// The same spec again is a change after a stop, and after a failed
+	// roll-out: re-submitting is how a user retries it.
+	if !cur.Job.Stop && !cur.Job.Failed(cur.Job.Version) && cur.Spec != nil && same(cur.Spec.Job, job) {
 		return &SubmitResult{Job: cur.Job, Changed: false}, nil
 	}
 	rec := *cur.Job
@@ -139,6 +166,27 @@ func (t *Tx) PutJob(rec *Job) error {
 		return fmt.Errorf("put job %s: %w", rec.ID, ErrJobNotFound)
 	}
 	return putJSON(jb, []byte(keyJob), rec)
+}
+
+// FinishUpdate records how the roll-out of the job's current version ended,
+// and marks that version stable when it succeeded.
+func (t *Tx) FinishUpdate(id string, out *UpdateOutcome) error {
+	js, err := t.Job(id)
+	if err != nil {
+		return err
+	}
+	rec := *js.Job
+	rec.Update = out
+	rec.ModifyTime = out.Time
+	if out.Status == UpdateSuccessful && out.Version == js.Spec.Version {
+		v := *js.Spec
+		v.Stable = true
+		vb := t.tx.Bucket([]byte(bucketJobs)).Bucket([]byte(id)).Bucket([]byte(bucketVersions))
+		if err := putJSON(vb, seqKey(v.Version), &v); err != nil {
+			return fmt.Errorf("job %s version %d: %w", id, v.Version, err)
+		}
+	}
+	return t.PutJob(&rec)
 }
 
 // DeleteJob forgets a job and its versions; a missing job is not an error.

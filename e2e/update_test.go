@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pluginhost/pluginhost/host/api"
+)
+
+// pluginSampler asks for a plugin's status every 20 ms and counts the
+// samples in which no node instance of it was healthy.
+type pluginSampler struct {
+	samples, empty atomic.Int64
+	stop           context.CancelFunc
+	wg             sync.WaitGroup
+}
+
+func (a *agentProc) samplePlugin(id string) *pluginSampler {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &pluginSampler{stop: cancel}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			p, err := a.client.Plugin(ctx, id)
+			if ctx.Err() != nil {
+				return
+			}
+			s.samples.Add(1)
+			if err != nil || p.NodesHealthy == 0 || p.ControllersHealthy == 0 {
+				s.empty.Add(1)
+			}
+		}
+	}()
+	a.t.Cleanup(s.close)
+	return s
+}
+
+func (s *pluginSampler) close() { s.stop(); s.wg.Wait() }
+
+// TestUpdateKeepsPluginAvailable updates a CSI plugin job to a version
+// that needs two seconds to become ready, then to one that never does: the
+// plugin is healthy in every 20 ms sample throughout, the first update
+// completes once the new version is healthy, and the broken one is stopped
+// with the old version still serving and the failure on the job's status.
+// Before, the old allocation stopped as soon as the new one ran, leaving no
+// plugin for the new one's start-up, and for good when it never started.
+func TestUpdateKeepsPluginAvailable(t *testing.T) {
+	e := newEnv(t, csiConfig)
+	a := e.start()
+	w := a.watchPlugins()
+	group := restartPolicy + "\n    update {\n      healthy_deadline = \"6s\"\n      min_healthy_time = \"0s\"\n    }\n"
+	spec := func(version string, env map[string]string) string {
+		tk := csiTask(t, "go_plugin", "plugin", e.markerFor("plugin-"+version), "e2e-upd", "30s")
+		tk.env = map[string]string{"E2E_VERSION": version}
+		for k, v := range env {
+			tk.env[k] = v
+		}
+		return jobHCL("upd", group, tk)
+	}
+	ids := a.runJob("upd", spec("a", nil))
+	w.waitHealthy(ids[0])
+	s := a.samplePlugin("e2e-upd")
+
+	// A slow starter: its Probe says not ready for 2 s.
+	a.runJob("upd", spec("b", map[string]string{"MOCKCSI_NOT_READY_FOR": "2s"}))
+	a.mustWait("version 1 rolled out", 60*time.Second, func(ctx context.Context) (bool, error) {
+		j, err := a.client.Job(ctx, "upd")
+		return err == nil && j.Update != nil && j.Update.Version == 1 && j.Update.Status == "successful", err
+	}, api.TopicAllocation, api.TopicTask)
+	waitGone(t, e.markerFor("plugin-a"), 30*time.Second)
+
+	// A broken one: Probe always fails, so it never registers.
+	a.runJob("upd", spec("c", map[string]string{"MOCKCSI_PROBE_FAIL": "1"}))
+	a.mustWait("version 2's roll-out failed", 60*time.Second, func(ctx context.Context) (bool, error) {
+		j, err := a.client.Job(ctx, "upd")
+		return err == nil && j.Update != nil && j.Update.Version == 2 && j.Update.Status == "failed", err
+	}, api.TopicAllocation, api.TopicTask)
+	waitGone(t, e.markerFor("plugin-c"), 30*time.Second)
+	if n := len(topMarked(e.markerFor("plugin-b"))); n != 1 {
+		t.Fatalf("%d processes of version 1 run after the failed update, want 1", n)
+	}
+	j, err := a.client.Job(context.Background(), "upd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.StatusDescription == "" || j.Update.Description == "" {
+		t.Fatalf("the failed update is not explained: %+v %+v", j, j.Update)
+	}
+	t.Logf("status after the failed update: %s", j.StatusDescription)
+
+	s.close()
+	if s.samples.Load() < 50 {
+		t.Fatalf("only %d samples taken", s.samples.Load())
+	}
+	if n := s.empty.Load(); n != 0 {
+		t.Fatalf("the plugin had no healthy instance in %d of %d samples", n, s.samples.Load())
+	}
+	t.Logf("%d samples, plugin healthy in all", s.samples.Load())
+
+	// Submitting the broken version again retries it (a new version).
+	resp, err := a.client.RegisterJobSource(context.Background(), "upd.hcl", []byte(spec("c", map[string]string{"MOCKCSI_PROBE_FAIL": "1"})))
+	if err != nil || len(resp.AllocIDs) != 1 {
+		t.Fatalf("re-submitting the failed version: %v %+v", err, resp)
+	}
+}
