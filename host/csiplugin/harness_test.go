@@ -158,7 +158,7 @@ func newAgent(t testing.TB, dataDir string, opts agentOpts) *agent {
 		ExtraHooks: hooks,
 		OnEvent:    func(alloc, task string, ev *state.TaskEvent) { a.ev.add(alloc, task, ev) },
 		NodeName:   "node1", Datacenter: "dc1",
-		MaxRestartDelay: time.Second, Rand: func(int64) int64 { return 0 },
+		Rand:   func(int64) int64 { return 0 },
 		Logger: logger,
 	}
 	t.Cleanup(a.final)

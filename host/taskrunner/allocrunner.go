@@ -179,7 +179,7 @@ func newAllocRunner(cfg *Config, a *state.Alloc, recs map[string]*state.TaskReco
 		tr := &TaskRunner{
 			cfg: cfg, allocID: a.ID, task: t, drv: cfg.Drivers[t.Driver],
 			logger:     logger.Named("task").With("task", t.Name),
-			restarts:   newRestartTracker(restart, batch, cfg.MaxRestartDelay, cfg.Rand),
+			restarts:   newRestartTracker(restart, batch, cfg.Rand),
 			killSig:    sig,
 			killCh:     make(chan struct{}),
 			shutdownCh: make(chan struct{}),
@@ -303,6 +303,29 @@ func (ar *AllocRunner) Destroy(ctx context.Context) error {
 	}
 	errs = append(errs, os.RemoveAll(ar.allocDir), os.RemoveAll(ar.socketDir))
 	return errors.Join(errs...)
+}
+
+// taskFailed kills the other tasks of the allocation when one failed for
+// good (restart policy exhausted, an unrecoverable error), as Nomad does:
+// an allocation is all its tasks, and it fails with any of them. A stop in
+// progress already kills them.
+func (ar *AllocRunner) taskFailed(failed *TaskRunner) {
+	if ar.desiredStatus() == state.AllocDesiredStatusStop {
+		return
+	}
+	for _, tr := range ar.tasks {
+		if tr == failed || tr.killed() {
+			continue
+		}
+		tr.mu.Lock()
+		dead := tr.st.State == state.TaskStateDead
+		tr.mu.Unlock()
+		if dead {
+			continue
+		}
+		tr.emit(newEvent(EventSiblingFailed, fmt.Sprintf("Task's sibling %q failed", failed.task.Name)))
+		tr.killFor(fmt.Sprintf("sibling task %q failed", failed.task.Name))
+	}
 }
 
 // Task returns the runner of the named task, nil if there is none.

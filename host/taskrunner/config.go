@@ -43,8 +43,6 @@ type Config struct {
 	NodeID     string
 	Datacenter string
 
-	// MaxRestartDelay caps the exponential restart backoff (default 5m).
-	MaxRestartDelay time.Duration
 	// StartTimeout bounds one launch (default 1m).
 	StartTimeout time.Duration
 	// LogFileSizeOverride replaces the logs block's MB granularity, for
@@ -82,9 +80,6 @@ func (c *Config) validate() error {
 			return fmt.Errorf("taskrunner: locate own binary for logmon: %w", err)
 		}
 		c.LogmonCommand = []string{exe, "logmon"}
-	}
-	if c.MaxRestartDelay == 0 {
-		c.MaxRestartDelay = 5 * time.Minute
 	}
 	if c.StartTimeout == 0 {
 		c.StartTimeout = time.Minute

@@ -46,10 +46,10 @@
 // so an agent killed mid-launch never leaves two copies (orphans.go).
 //
 // When the process exits: Terminated (exit code or signal), exited hooks,
-// and the restart policy: attempts within interval, the delay doubling per
-// attempt up to MaxRestartDelay plus up to 25% jitter (the exponent is
-// capped, so it never overflows), mode fail or delay. A successful batch
-// task completes. Fatal errors (bad config, checksum mismatch) fail at once.
+// and the restart policy, as Nomad's client applies it: attempts within
+// interval, each after delay plus up to 25% jitter (the same every attempt),
+// then mode fail (the task fails) or delay (wait for the interval to end).
+// A successful batch task completes. Fatal errors (bad config, checksum mismatch) fail at once.
 //
 // # Stop versus shutdown
 //

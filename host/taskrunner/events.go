@@ -22,6 +22,9 @@ const (
 	EventKilled        = "Killed"
 	EventSignaling     = "Signaling"
 	EventKillFailed    = "Kill Failed"
+	// EventSiblingFailed: another task of the allocation failed for good,
+	// so this one is killed, as Nomad does.
+	EventSiblingFailed = "Sibling Task Failed"
 	// EventLogShipperGone: a re-adopted task's log shipper died meanwhile.
 	EventLogShipperGone = "Log Shipper Gone"
 	// EventUntrackedKilled: a restored task's copies that the previous

@@ -116,7 +116,7 @@ func newAgent(t testing.TB, dataDir string) *agent {
 		DataDir: dataDir, Store: db, Drivers: drivers, LogmonCommand: []string{logmonBin},
 		OnEvent:  func(_, task string, ev *state.TaskEvent) { a.ev.add(task, ev) },
 		NodeName: "node1", Datacenter: "dc1",
-		MaxRestartDelay: time.Second, Rand: noJitter,
+		Rand:   noJitter,
 		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}}),
 	}
 	t.Cleanup(a.final)

@@ -8,25 +8,23 @@ import (
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
 
-// maxBackoffShift caps the exponent, not only the result: 1<<shift must not
-// overflow whatever the number of attempts (swarmkit's hot loop at 37).
-const maxBackoffShift = 16
-
-// restartTracker decides whether and when a task restarts. Attempts are
-// counted within Interval from the first restart of the window, as in
-// Nomad; the delay doubles with each attempt of the window up to MaxDelay,
-// plus up to 25% jitter.
+// restartTracker decides whether and when a task restarts, as Nomad's
+// client does (its restarts.go): attempts are counted within Interval from
+// the first restart of the window; every restart waits Delay plus a random
+// jitter of up to 25% of it, the same at every attempt (exponential delays
+// belong to Nomad's reschedule block, which pluginhost does not have: a job
+// must mean the same here and there); past Attempts, mode "fail" fails the
+// task and mode "delay" waits for the interval to end.
 type restartTracker struct {
-	policy   jobspec.RestartPolicy
-	batch    bool
-	maxDelay time.Duration
-	rnd      func(n int64) int64
+	policy jobspec.RestartPolicy
+	batch  bool
+	rnd    func(n int64) int64
 
 	windowStart time.Time
 	count       int
 }
 
-func newRestartTracker(p *jobspec.RestartPolicy, batch bool, maxDelay time.Duration, rnd func(int64) int64) *restartTracker {
+func newRestartTracker(p *jobspec.RestartPolicy, batch bool, rnd func(int64) int64) *restartTracker {
 	pol := jobspec.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: jobspec.RestartModeFail}
 	if p != nil {
 		pol = *p
@@ -34,10 +32,7 @@ func newRestartTracker(p *jobspec.RestartPolicy, batch bool, maxDelay time.Durat
 	if rnd == nil {
 		rnd = rand.Int64N
 	}
-	if maxDelay < pol.Delay {
-		maxDelay = pol.Delay
-	}
-	return &restartTracker{policy: pol, batch: batch, maxDelay: maxDelay, rnd: rnd}
+	return &restartTracker{policy: pol, batch: batch, rnd: rnd}
 }
 
 // decision is the tracker's answer.
@@ -65,19 +60,16 @@ func (t *restartTracker) next(now time.Time, success bool) decision {
 		t.windowStart, t.count = now.Add(wait), 1
 		return decision{restart: true, delay: wait, reason: fmt.Sprintf("exceeded %d attempts in %s; waiting for the interval to end", t.policy.Attempts, t.policy.Interval)}
 	}
-	d := t.backoff(t.count)
+	d := t.delay()
 	t.count++
 	return decision{restart: true, delay: d, reason: fmt.Sprintf("restart %d of %d within %s", t.count, t.policy.Attempts, t.policy.Interval)}
 }
 
-func (t *restartTracker) backoff(n int) time.Duration {
-	base := t.policy.Delay
-	if base <= 0 {
+// delay is Delay plus up to 25% jitter.
+func (t *restartTracker) delay() time.Duration {
+	d := t.policy.Delay
+	if d <= 0 {
 		return 0
-	}
-	d := t.maxDelay
-	if shift := min(n, maxBackoffShift); base <= t.maxDelay>>shift {
-		d = base << shift
 	}
 	return d + time.Duration(t.rnd(int64(d)/4+1))
 }

@@ -9,21 +9,16 @@ import (
 
 func noJitter(int64) int64 { return 0 }
 
-func TestBackoffDoublesAndCaps(t *testing.T) {
+// TestDelayIsConstant: Nomad's restart delay is the same at every attempt
+// (it used to double here, which a job must not do on one and not on the
+// other).
+func TestDelayIsConstant(t *testing.T) {
 	p := &jobspec.RestartPolicy{Attempts: 1000, Interval: time.Hour, Delay: time.Second, Mode: jobspec.RestartModeFail}
-	rt := newRestartTracker(p, false, 10*time.Second, noJitter)
+	rt := newRestartTracker(p, false, noJitter)
 	now := time.Now()
-	want := []time.Duration{1, 2, 4, 8, 10, 10}
-	for i, w := range want {
-		d := rt.next(now, false)
-		if !d.restart || d.delay != w*time.Second {
-			t.Fatalf("attempt %d: %+v, want restart after %s", i, d, w*time.Second)
-		}
-	}
-	// Far past any shift that could overflow, the delay stays at the cap.
-	for range 200 {
-		if d := rt.next(now, false); d.delay != 10*time.Second {
-			t.Fatalf("attempt %d: delay %s, want the 10s cap", rt.count, d.delay)
+	for i := range 300 {
+		if d := rt.next(now, false); !d.restart || d.delay != time.Second {
+			t.Fatalf("attempt %d: %+v, want restart after 1s", i, d)
 		}
 	}
 }
@@ -31,7 +26,7 @@ func TestBackoffDoublesAndCaps(t *testing.T) {
 func TestBackoffJitterBounded(t *testing.T) {
 	p := &jobspec.RestartPolicy{Attempts: 5, Interval: time.Hour, Delay: 100 * time.Millisecond, Mode: jobspec.RestartModeFail}
 	maxJitter := func(n int64) int64 { return n - 1 }
-	rt := newRestartTracker(p, false, time.Minute, maxJitter)
+	rt := newRestartTracker(p, false, maxJitter)
 	d := rt.next(time.Now(), false)
 	if d.delay < 100*time.Millisecond || d.delay > 125*time.Millisecond {
 		t.Fatalf("delay %s outside [100ms, 125ms]", d.delay)
@@ -40,7 +35,7 @@ func TestBackoffJitterBounded(t *testing.T) {
 
 func TestRestartModes(t *testing.T) {
 	now := time.Now()
-	fail := newRestartTracker(&jobspec.RestartPolicy{Attempts: 2, Interval: time.Minute, Delay: time.Millisecond, Mode: jobspec.RestartModeFail}, false, time.Second, noJitter)
+	fail := newRestartTracker(&jobspec.RestartPolicy{Attempts: 2, Interval: time.Minute, Delay: time.Millisecond, Mode: jobspec.RestartModeFail}, false, noJitter)
 	fail.next(now, false)
 	fail.next(now, false)
 	if d := fail.next(now, false); d.restart || !d.failed {
@@ -51,14 +46,14 @@ func TestRestartModes(t *testing.T) {
 		t.Fatalf("exit in a new interval: %+v, want restart", d)
 	}
 
-	delay := newRestartTracker(&jobspec.RestartPolicy{Attempts: 1, Interval: time.Minute, Delay: time.Millisecond, Mode: jobspec.RestartModeDelay}, false, time.Second, noJitter)
+	delay := newRestartTracker(&jobspec.RestartPolicy{Attempts: 1, Interval: time.Minute, Delay: time.Millisecond, Mode: jobspec.RestartModeDelay}, false, noJitter)
 	delay.next(now, false)
 	d := delay.next(now.Add(10*time.Second), false)
 	if !d.restart || d.delay != 50*time.Second {
 		t.Fatalf("delay mode past attempts: %+v, want restart at the interval's end (50s)", d)
 	}
 
-	batch := newRestartTracker(nil, true, time.Second, noJitter)
+	batch := newRestartTracker(nil, true, noJitter)
 	if d := batch.next(now, true); d.restart || d.failed {
 		t.Fatalf("successful batch exit: %+v, want completion", d)
 	}

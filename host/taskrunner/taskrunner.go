@@ -52,8 +52,11 @@ type TaskRunner struct {
 	unsaved []*state.TaskEvent
 	running driver.Task
 
-	killCh     chan struct{}
-	killOnce   sync.Once
+	killCh   chan struct{}
+	killOnce sync.Once
+	// killReason says why the task is killed when it is not a stop
+	// ("sibling task failed"); guarded by mu.
+	killReason string
 	shutdownCh chan struct{}
 	shutOnce   sync.Once
 	restartCh  chan restartRequest
@@ -114,7 +117,17 @@ func (tr *TaskRunner) Signal(sig syscall.Signal) error {
 	return t.Signal(sig)
 }
 
-func (tr *TaskRunner) kill()     { tr.killOnce.Do(func() { close(tr.killCh) }) }
+func (tr *TaskRunner) kill() { tr.killOnce.Do(func() { close(tr.killCh) }) }
+
+// killFor kills the task with a reason its Killing event gives.
+func (tr *TaskRunner) killFor(reason string) {
+	tr.mu.Lock()
+	if tr.killReason == "" {
+		tr.killReason = reason
+	}
+	tr.mu.Unlock()
+	tr.kill()
+}
 func (tr *TaskRunner) shutdown() { tr.shutOnce.Do(func() { close(tr.shutdownCh) }) }
 
 func (tr *TaskRunner) killed() bool {
@@ -374,7 +387,10 @@ func (tr *TaskRunner) wait(t driver.Task) (res *driver.ExitResult, stop bool) {
 		tr.apply(change{events: []*state.TaskEvent{ev}, setHandle: true})
 		return res, false
 	case <-tr.killCh:
-		tr.killTask(t, "")
+		tr.mu.Lock()
+		reason := tr.killReason
+		tr.mu.Unlock()
+		tr.killTask(t, reason)
 		tr.finish(context.Background(), false, "")
 		return nil, true
 	case r := <-tr.restartCh:
@@ -456,4 +472,7 @@ func (tr *TaskRunner) finish(ctx context.Context, failed bool, _ string) {
 		s.Failed = failed
 		s.FinishedAt = time.Now()
 	})
+	if failed {
+		tr.owner.taskFailed(tr)
+	}
 }

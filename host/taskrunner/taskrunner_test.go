@@ -110,8 +110,8 @@ func TestRestartPolicyFailMode(t *testing.T) {
 	if ev := a.ev.last("crash", EventTerminated); ev.ExitCode != 3 || !strings.Contains(ev.Message, "Exit code: 3") {
 		t.Errorf("terminated event %+v", ev)
 	}
-	if ev := a.ev.last("crash", EventRestarting); ev.Details["restart_delay"] != "20ms" {
-		t.Errorf("second restart delay %q, want 20ms (10ms doubled)", ev.Details["restart_delay"])
+	if ev := a.ev.last("crash", EventRestarting); ev.Details["restart_delay"] != "10ms" {
+		t.Errorf("second restart delay %q, want 10ms (the same every attempt, as in Nomad)", ev.Details["restart_delay"])
 	}
 	s := ar.State()
 	if !s.Tasks[0].State.Failed || s.Tasks[0].State.Restarts != 2 || s.Alloc.ClientStatus != state.AllocClientStatusFailed {
@@ -387,4 +387,30 @@ func TestSignalTask(t *testing.T) {
 		t.Fatalf("terminated %+v, want by SIGTERM", ev)
 	}
 	a.ev.wait(t, "web", EventStarted, 2) // service tasks restart
+}
+
+// TestSiblingFailed: a task that fails for good fails its allocation, and
+// its running sibling is killed with a "Sibling Task Failed" event, as in
+// Nomad. Before, the allocation stayed "running" with half its tasks.
+func TestSiblingFailed(t *testing.T) {
+	a := newAgent(t, "")
+	ar := a.run(testJob(jobspec.JobTypeService, rawTask("crash", "exit", "3"), rawTask("steady", "sleep", "60")))
+	a.ev.wait(t, "steady", EventSiblingFailed, 1)
+	a.ev.wait(t, "steady", EventKilled, 1)
+	<-ar.Done()
+	if ev := a.ev.last("steady", EventSiblingFailed); !strings.Contains(ev.Message, `"crash"`) {
+		t.Errorf("sibling event %+v should name the failed task", ev)
+	}
+	if ev := a.ev.last("steady", EventKilling); !strings.Contains(ev.Message, "sibling task") {
+		t.Errorf("killing event %+v should say why", ev)
+	}
+	s := ar.State()
+	if s.Alloc.ClientStatus != state.AllocClientStatusFailed {
+		t.Fatalf("allocation %s after a task failed, want failed", s.Alloc.ClientStatus)
+	}
+	for _, ts := range s.Tasks {
+		if ts.State.State != state.TaskStateDead {
+			t.Fatalf("task %s is %s, want dead", ts.Name, ts.State.State)
+		}
+	}
 }
