@@ -27,10 +27,10 @@ const (
 // data_dir passes ~42 characters; pluginhost refuses such paths up front.
 const (
 	MaxSocketPathLen = dynamic.MaxSocketPathLen
-	// MaxSocketDirLen leaves 47 bytes under the socket dir for
-	// "/<36-byte allocation ID>/<up to 5>.sock"-shaped paths and go-plugin's
-	// "plugin<digits>" names.
-	MaxSocketDirLen = 60
+	// MaxSocketDirLen leaves room under the socket dir for
+	// "/<36-byte allocation ID>/t<task index>" and go-plugin's
+	// "/plugin-dir<digits>/plugin<digits>" (taskrunner.SocketBudget).
+	MaxSocketDirLen = 26
 )
 
 // Config is the agent configuration. Fields hold final values after

@@ -21,7 +21,7 @@
 // lets a long data_dir through and CSI then fails with dial timeouts. Here a
 // default API socket (<data_dir>/pluginhost.sock) that would be too long is
 // an error at data_dir, an explicit plugin.socket_dir must be absolute and at
-// most MaxSocketDirLen (60) bytes. Without socket_dir the task runner
+// most MaxSocketDirLen (26) bytes. Without socket_dir the task runner
 // (taskrunner.SocketDir) picks each allocation's socket directory, falling
 // back from <data_dir>/sockets to a short root derived from a hash of the
 // data dir when data_dir is long; that choice lives in one place only.

@@ -37,7 +37,7 @@ func TestRegistersHealthyPlugin(t *testing.T) {
 		notRegistered(t, a.reg, dynamic.PluginTypeCSIController, ar.ID())
 		want := h.SocketPath // go_plugin: the go-plugin server's socket
 		if drv == jobspec.DriverRawExec {
-			want = filepath.Join(ar.SocketDir(), SocketName)
+			want = filepath.Join(taskrunner.TaskSocketDir(ar.SocketDir(), 0), SocketName)
 			endpoint := "unix://" + want
 			if got := procEnviron(t, h.Pid)["CSI_ENDPOINT"]; got != endpoint {
 				t.Errorf("task CSI_ENDPOINT = %q, want %q", got, endpoint)
@@ -48,8 +48,8 @@ func TestRegistersHealthyPlugin(t *testing.T) {
 		} else if _, set := procEnviron(t, h.Pid)["CSI_ENDPOINT"]; set {
 			t.Errorf("go_plugin task got CSI_ENDPOINT; the go-plugin socket is its endpoint")
 		}
-		if !strings.HasPrefix(want, filepath.Join(a.dataDir, "sockets", ar.ID())+"/") {
-			t.Errorf("socket %s is not under <data_dir>/sockets/<alloc>", want)
+		if !strings.HasPrefix(want, taskrunner.TaskSocketDir(ar.SocketDir(), 0)+"/") {
+			t.Errorf("socket %s is not under the task's own socket dir", want)
 		}
 		if p.ConnectionInfo.SocketPath != want {
 			t.Errorf("registered socket %q, want %q", p.ConnectionInfo.SocketPath, want)

@@ -204,7 +204,7 @@ func newAllocRunner(cfg *Config, a *state.Alloc, recs map[string]*state.TaskReco
 			AllocDir: ar.allocDir, SharedDir: filepath.Join(ar.allocDir, "alloc"),
 			LogDir:  filepath.Join(ar.allocDir, "alloc", "logs"),
 			TaskDir: taskDir, LocalDir: filepath.Join(taskDir, "local"), SecretsDir: filepath.Join(taskDir, "secrets"),
-			SocketDir: sockDir, Logger: tr.logger, runner: tr,
+			SocketDir: TaskSocketDir(sockDir, len(ar.tasks)), Logger: tr.logger, runner: tr,
 		}
 		tr.hooks = []Hook{&validateHook{cfg: cfg}, taskDirHook{}, &envHook{cfg: cfg}, socketHook{}, &logmonHook{cfg: cfg}}
 		if cfg.ExtraHooks != nil {
@@ -223,7 +223,8 @@ func newAllocRunner(cfg *Config, a *state.Alloc, recs map[string]*state.TaskReco
 // ID is the allocation ID.
 func (ar *AllocRunner) ID() string { return ar.id }
 
-// SocketDir is the allocation's control socket directory.
+// SocketDir is the allocation's control socket directory; each task has
+// its own directory inside it (TaskSocketDir).
 func (ar *AllocRunner) SocketDir() string { return ar.socketDir }
 
 // AllocDir is <data_dir>/alloc/<id>.

@@ -34,7 +34,7 @@ func TestNewAllocRunnerRefusesEscapingNames(t *testing.T) {
 	if err := os.Mkdir(dataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	cfg := &Config{DataDir: dataDir, SocketRoot: filepath.Join(dataDir, "s"), Logger: hclog.NewNullLogger()}
+	cfg := &Config{DataDir: dataDir, SocketRoot: filepath.Join(os.TempDir(), "s"), Logger: hclog.NewNullLogger()}
 	job := func(task string) *jobspec.Job {
 		j := &jobspec.Job{ID: "j", TaskGroups: []*jobspec.TaskGroup{{Name: "g",
 			Tasks: []*jobspec.Task{{Name: task, Driver: jobspec.DriverRawExec, Config: &jobspec.TaskConfig{Command: "x"}}}}}}

@@ -20,9 +20,23 @@ import (
 const MaxSocketPath = dynamic.MaxSocketPathLen
 
 // SocketBudget is the room every allocation socket directory leaves for
-// what goes inside it: go-plugin's per-launch directory and socket name, or
-// a CSI endpoint such as "/csi.sock" (which is shorter).
-const SocketBudget = driver.GoPluginSocketOverhead
+// what goes inside it: a task's own directory (TaskSocketDir), then
+// go-plugin's per-launch directory and socket name, or a CSI endpoint such
+// as "/csi.sock" (which is shorter).
+const SocketBudget = 1 + maxTaskSocketElem + driver.GoPluginSocketOverhead
+
+// maxTaskSocketElem bounds a task's socket directory name, "t<index>".
+const maxTaskSocketElem = 5
+
+// TaskSocketDir is a task's own socket directory inside its allocation's:
+// every task gets one, as in Nomad, so two plugin tasks of one group never
+// share (or remove) each other's socket. It is named by the task's index
+// in its group ("t0", "t1", ...), as stable as the job version the
+// allocation runs and short: task names may be 128 bytes, sun_path holds
+// 107.
+func TaskSocketDir(allocSocketDir string, index int) string {
+	return filepath.Join(allocSocketDir, fmt.Sprintf("t%d", index))
+}
 
 // SocketDir picks the allocation's control socket directory:
 // <root>/<alloc-id>, where root is <data_dir>/sockets if that is short

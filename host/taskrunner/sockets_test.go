@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pluginhost/pluginhost/host/config"
 )
 
 func TestSocketDirShortDataDir(t *testing.T) {
@@ -93,5 +95,24 @@ func TestNewUUIDIsV4(t *testing.T) {
 	a, b := NewUUID(), NewUUID()
 	if a == b || len(a) != 36 || a[14] != '4' || !strings.ContainsRune("89ab", rune(a[19])) {
 		t.Fatalf("uuids %q %q", a, b)
+	}
+}
+
+// TestSocketDirBudget: the longest socket root the config accepts still
+// leaves room for an allocation ID, a task's directory and go-plugin's
+// names under sun_path.
+func TestSocketDirBudget(t *testing.T) {
+	root := "/" + strings.Repeat("r", config.MaxSocketDirLen-1)
+	id := NewUUID()
+	dir, err := SocketDir("/data", root, id)
+	if err != nil {
+		t.Fatalf("SocketDir at the config's limit: %v", err)
+	}
+	longest := filepath.Join(TaskSocketDir(dir, 9999), "plugin-dir0123456789", "plugin0123456789")
+	if len(longest) > MaxSocketPath {
+		t.Fatalf("%d bytes: %s exceeds the %d-byte limit", len(longest), longest, MaxSocketPath)
+	}
+	if _, err := SocketDir("/data", root+"x", id); err == nil {
+		t.Fatal("a root over the budget was accepted")
 	}
 }
