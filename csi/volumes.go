@@ -55,7 +55,9 @@ type VolumeManagerConfig struct {
 	// (see reconcile.Config); zero means the queue's defaults.
 	BaseDelay, MaxDelay time.Duration
 	// OnChange, if set, is called after every change of a volume's record
-	// (deleted: the record is gone), from the goroutine that made it.
+	// (deleted: the record is gone), from the goroutine that made it, in
+	// the order of the changes. It must not call the request methods
+	// (Create, Register, Delete, Deregister).
 	OnChange func(v *Volume, deleted bool)
 }
 
@@ -68,6 +70,11 @@ type VolumeManager struct {
 
 	mu      sync.Mutex
 	changed chan struct{}
+
+	// recMu orders every read-modify-write of a record: a request's, and
+	// a pass's recording of its outcome (record), so that neither writes
+	// back a copy that misses the other's change. Held through OnChange.
+	recMu sync.Mutex
 }
 
 // NewVolumeManager builds a manager; Start runs it.
@@ -174,6 +181,8 @@ func (vm *VolumeManager) request(v *Volume, origin VolumeOrigin) (*Volume, error
 	if err := vm.checkPlugin(v, origin); err != nil {
 		return nil, err
 	}
+	vm.recMu.Lock()
+	defer vm.recMu.Unlock()
 	cur, err := vm.cfg.Store.Volume(v.ID)
 	switch {
 	case errors.Is(err, ErrVolumeNotFound):
@@ -274,6 +283,8 @@ func (vm *VolumeManager) Deregister(id string) (*Volume, error) {
 }
 
 func (vm *VolumeManager) setDesired(id string, d VolumeDesired) (*Volume, error) {
+	vm.recMu.Lock()
+	defer vm.recMu.Unlock()
 	v, err := vm.cfg.Store.Volume(id)
 	if err != nil {
 		return nil, err
@@ -354,8 +365,11 @@ func (vm *VolumeManager) reconcile(ctx context.Context, id string) (reconcile.Re
 	if v.Settled() {
 		return reconcile.Result{}, nil
 	}
+	// What the pass acts on; a request may change the record meanwhile.
+	read := v.Clone()
 	if v.Desired == DesiredDeregistered || v.Desired == DesiredDeleted && v.ExternalID == "" {
-		return reconcile.Result{}, vm.forget(v)
+		_, err := vm.record(read, v, true)
+		return reconcile.Result{}, err
 	}
 
 	ctl, wait := vm.controller(v)
@@ -363,7 +377,7 @@ func (vm *VolumeManager) reconcile(ctx context.Context, id string) (reconcile.Re
 		if v.StateDescription != wait {
 			v.StateDescription = wait
 			v.ModifyTime = time.Now()
-			if err := vm.commit(v, false); err != nil {
+			if _, err := vm.record(read, v, false); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
@@ -375,11 +389,13 @@ func (vm *VolumeManager) reconcile(ctx context.Context, id string) (reconcile.Re
 	step, err := vm.step(ctx, v, ctl)
 	if err == nil {
 		if v.Desired == DesiredDeleted {
-			return reconcile.Result{}, vm.forget(v)
+			_, err := vm.record(read, v, true)
+			return reconcile.Result{}, err
 		}
 		v.State, v.StateDescription, v.Attempts, v.LastError = StateReady, step, 0, ""
 		v.ModifyTime = time.Now()
-		return reconcile.Result{}, vm.commit(v, false)
+		_, err := vm.record(read, v, false)
+		return reconcile.Result{}, err
 	}
 	v.Attempts++
 	v.LastError = err.Error()
@@ -387,13 +403,46 @@ func (vm *VolumeManager) reconcile(ctx context.Context, id string) (reconcile.Re
 	if permanent(err) {
 		v.State, v.StateDescription = StateFailed, fmt.Sprintf("%s failed", step)
 		vm.log.Warn("volume work failed for good", "volume", v.ID, "step", step, "error", err)
-		return reconcile.Result{}, vm.commit(v, false)
+		_, cerr := vm.record(read, v, false)
+		return reconcile.Result{}, cerr
 	}
 	v.StateDescription = fmt.Sprintf("%s: attempt %d failed, retrying", step, v.Attempts)
-	if cerr := vm.commit(v, false); cerr != nil {
+	applied, cerr := vm.record(read, v, false)
+	if cerr != nil || !applied {
+		// Not applied: a new request superseded the attempt, and its
+		// Add runs the next pass at once.
 		return reconcile.Result{}, cerr
 	}
 	return reconcile.Result{}, fmt.Errorf("volume %q: %s: %w", v.ID, step, err)
+}
+
+// record writes a pass's outcome v, or with forget removes the record,
+// unless a request changed what the volume is asked to be since the pass
+// read it (read): then the request's record stays, taking only what the
+// plugin answered (external ID, capacity, context, topology), and the
+// request's Add runs the next pass. It reports whether v was applied.
+func (vm *VolumeManager) record(read, v *Volume, forget bool) (bool, error) {
+	vm.recMu.Lock()
+	defer vm.recMu.Unlock()
+	cur, err := vm.cfg.Store.Volume(v.ID)
+	if errors.Is(err, ErrVolumeNotFound) {
+		return false, nil // only a pass forgets, and this one holds the key
+	}
+	if err != nil {
+		return false, err
+	}
+	if cur.Desired != read.Desired || cur.RequestedCapacityMin != read.RequestedCapacityMin ||
+		cur.RequestedCapacityMax != read.RequestedCapacityMax {
+		if v.ExternalID == read.ExternalID && v.Capacity == read.Capacity {
+			return false, nil
+		}
+		cur.ExternalID, cur.Capacity, cur.Context, cur.AccessibleTopology = v.ExternalID, v.Capacity, v.Context, v.AccessibleTopology
+		return false, vm.commit(cur, false)
+	}
+	if forget {
+		return true, vm.forget(v)
+	}
+	return true, vm.commit(v, false)
 }
 
 // controller returns the client of the volume's controller, or why the work

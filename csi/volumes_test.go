@@ -715,12 +715,13 @@ func TestVolumeCallsSerializedPerVolume(t *testing.T) {
 	if _, err := vm.CreateSnapshot(t.Context(), "s", "too-early"); requestErrorField(t, err) != "SourceVolumeID" {
 		t.Fatalf("snapshot during create: %v", err)
 	}
-	// Once the create is recorded, an expand and a snapshot at once: they
-	// take turns in the volume's slot.
-	c := log.waitFor(t, "external ID", func(c volChange) bool { return c.V.ID == "s" && c.V.ExternalID != "" })
+	// Expand and snapshot while the create is in flight: the expand waits
+	// for the create's pass, the snapshot for the external ID and then
+	// for the volume's slot.
 	if _, err := vm.Create(volSpec("s", "mock", 2*mib)); err != nil {
 		t.Fatal(err)
 	}
+	c := log.waitFor(t, "external ID", func(c volChange) bool { return c.V.ID == "s" && c.V.ExternalID != "" })
 	snap, err := vm.CreateSnapshot(t.Context(), "s", "snap-1")
 	if err != nil {
 		t.Fatal(err)
@@ -754,6 +755,45 @@ func TestVolumeCallsSerializedPerVolume(t *testing.T) {
 	if calls.Calls["CreateSnapshot"] != 1 || calls.Calls["ControllerExpandVolume"] != 1 || calls.Calls["CreateVolume"] != 7 {
 		t.Fatalf("calls %v", calls.Calls)
 	}
+}
+
+// A request made while a pass is calling the plugin for the same volume
+// is not lost when the pass records its outcome.
+func TestVolumeRequestDuringPass(t *testing.T) {
+	t.Parallel()
+	p := startMockPlugin(t, "MOCKCSI_DELAY=CreateVolume:300ms")
+	h := newVolHarness(t)
+	h.addPlugin(t, "mock", p.socket)
+	vm, _, _ := h.startVM(t, newMemVolumeStore())
+
+	t.Run("expand", func(t *testing.T) {
+		if _, err := vm.Create(volSpec("grow", "mock", mib)); err != nil {
+			t.Fatal(err)
+		}
+		p.waitAtPlugin(t, "grow")
+		if _, err := vm.Create(volSpec("grow", "mock", 2*mib)); err != nil {
+			t.Fatal(err)
+		}
+		v := settle(t, vm, "grow")
+		if v.State != StateReady || v.RequestedCapacityMin != 2*mib || v.Capacity != 2*mib {
+			t.Fatalf("expand requested during the create: %+v", v)
+		}
+	})
+	t.Run("delete", func(t *testing.T) {
+		if _, err := vm.Create(volSpec("drop", "mock", mib)); err != nil {
+			t.Fatal(err)
+		}
+		p.waitAtPlugin(t, "drop")
+		if _, err := vm.Delete("drop"); err != nil {
+			t.Fatal(err)
+		}
+		if v := settle(t, vm, "drop"); v != nil {
+			t.Fatalf("delete requested during the create: %+v", v)
+		}
+		if _, ok := p.volumes(t)["drop"]; ok {
+			t.Fatal("volume deleted during its create is left at the plugin")
+		}
+	})
 }
 
 // fakeSource is a PluginSource with fixed plugin statuses; its clients are
