@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -242,8 +243,35 @@ func specDiff(cur, req *Volume) string {
 	case !slices.EqualFunc(req.RequestedCapabilities, cur.RequestedCapabilities,
 		func(a, b *VolumeCapability) bool { return *a == *b }):
 		return "RequestedCapabilities"
+	case !maps.Equal(req.Parameters, cur.Parameters):
+		return "Parameters"
+	case !sameMountOptions(req.MountOptions, cur.MountOptions):
+		return "MountOptions"
+	case !sameTopologyRequest(req.RequestedTopologies, cur.RequestedTopologies):
+		return "RequestedTopologies"
 	}
 	return ""
+}
+
+func sameMountOptions(a, b *MountOptions) bool {
+	if a == nil {
+		a = &MountOptions{}
+	}
+	if b == nil {
+		b = &MountOptions{}
+	}
+	return a.FSType == b.FSType && slices.Equal(a.MountFlags, b.MountFlags)
+}
+
+func sameTopologyRequest(a, b *TopologyRequest) bool {
+	if a == nil {
+		a = &TopologyRequest{}
+	}
+	if b == nil {
+		b = &TopologyRequest{}
+	}
+	same := func(x, y *Topology) bool { return maps.Equal(x.Segments, y.Segments) }
+	return slices.EqualFunc(a.Required, b.Required, same) && slices.EqualFunc(a.Preferred, b.Preferred, same)
 }
 
 // checkPlugin refuses a request the plugin cannot serve, when the plugin is

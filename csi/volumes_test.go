@@ -970,3 +970,58 @@ func TestVolumePermanentClassification(t *testing.T) {
 		}
 	}
 }
+
+// Create of an existing volume with another spec is refused naming the
+// field, as Create's doc says: only capacity_min may grow.
+func TestVolumeCreateRefusesOtherSpec(t *testing.T) {
+	t.Parallel()
+	vm, err := NewVolumeManager(VolumeManagerConfig{Store: newMemVolumeStore(), Plugins: fakeSource{
+		"basic": controllerStatus("basic", true, CapControllerCreateDelete),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := func() *Volume {
+		v := volSpec("v", "basic", mib)
+		v.Parameters = map[string]string{"tier": "fast"}
+		v.MountOptions = &MountOptions{FSType: "ext4", MountFlags: []string{"noatime"}}
+		v.RequestedTopologies = &TopologyRequest{Required: []*Topology{{Segments: map[string]string{"zone": "a"}}}}
+		v.Secrets = map[string]string{"token": "1"}
+		return v
+	}
+	first, err := vm.Create(base())
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := map[string]func(v *Volume){
+		"Name":                  func(v *Volume) { v.Name = "other" },
+		"SnapshotID":            func(v *Volume) { v.SnapshotID = "snap" },
+		"RequestedCapabilities": func(v *Volume) { v.RequestedCapabilities[0].AttachmentMode = AttachmentBlockDevice },
+		"Parameters":            func(v *Volume) { v.Parameters["tier"] = "standard" },
+		"MountOptions":          func(v *Volume) { v.MountOptions.MountFlags = nil },
+		"RequestedTopologies":   func(v *Volume) { v.RequestedTopologies.Required[0].Segments["zone"] = "b" },
+	}
+	for field, change := range changes {
+		v := base()
+		change(v)
+		_, err := vm.Create(v)
+		if f := requestErrorField(t, err); f != field {
+			t.Errorf("%s changed: refused for %q: %v", field, f, err)
+		}
+	}
+	// The same spec again, nil and empty alike, is the same request.
+	same := base()
+	same.Secrets = map[string]string{"token": "2"} // secrets are not the volume's spec
+	if again, err := vm.Create(same); err != nil || !again.ModifyTime.Equal(first.ModifyTime) {
+		t.Fatalf("same spec: %+v, %v", again, err)
+	}
+	plain, err := vm.Create(volSpec("p", "basic", mib))
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := volSpec("p", "basic", mib)
+	empty.Parameters, empty.MountOptions, empty.RequestedTopologies = map[string]string{}, &MountOptions{}, &TopologyRequest{}
+	if again, err := vm.Create(empty); err != nil || !again.ModifyTime.Equal(plain.ModifyTime) {
+		t.Fatalf("empty for nil: %+v, %v", again, err)
+	}
+}
