@@ -425,6 +425,11 @@ func (vm *VolumeManager) reconcile(ctx context.Context, id string) (reconcile.Re
 		_, err := vm.record(read, v, false)
 		return reconcile.Result{}, err
 	}
+	if ctx.Err() != nil {
+		// The agent is stopping, which is no failure of the step: the
+		// record stays as it was, and the next Start redoes the step.
+		return reconcile.Result{}, ctx.Err()
+	}
 	v.Attempts++
 	v.LastError = err.Error()
 	v.ModifyTime = time.Now()

@@ -1025,3 +1025,36 @@ func TestVolumeCreateRefusesOtherSpec(t *testing.T) {
 		t.Fatalf("empty for nil: %+v, %v", again, err)
 	}
 }
+
+// An agent stopped while a create is in flight leaves the record pending
+// as it was, not a failed attempt, and the next agent finds the volume the
+// interrupted call made.
+func TestVolumeStopDuringCall(t *testing.T) {
+	t.Parallel()
+	p := startMockPlugin(t, "MOCKCSI_DELAY=CreateVolume:1s")
+	h := newVolHarness(t)
+	h.addPlugin(t, "mock", p.socket)
+	store := newMemVolumeStore()
+
+	vm1, log1, stop1 := h.startVM(t, store)
+	if _, err := vm1.Create(volSpec("cut", "mock", mib)); err != nil {
+		t.Fatal(err)
+	}
+	made := p.waitAtPlugin(t, "cut")
+	stop1()
+	v, err := store.Volume("cut")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.State != StatePending || v.ExternalID != "" || v.Attempts != 0 || v.LastError != "" {
+		t.Fatalf("record after a stop during the call: %+v (changes %d)", v, len(log1.of("cut")))
+	}
+
+	vm2, _, _ := h.startVM(t, store)
+	if v := settle(t, vm2, "cut"); v.State != StateReady || v.ExternalID != made.GetVolumeId() {
+		t.Fatalf("after restart: %+v, the plugin made %s", v, made.GetVolumeId())
+	}
+	if n := len(p.volumes(t)); n != 1 {
+		t.Fatalf("plugin has %d volumes", n)
+	}
+}
