@@ -106,7 +106,10 @@
 //     that reached the plugin before a crash returns the same volume when
 //     retried, never a second one), ControllerExpandVolume when the
 //     requested capacity grew, ValidateVolumeCapabilities for a registered
-//     one. The outcome is recorded before the pass ends.
+//     one. The outcome is recorded before the pass ends, unless a request
+//     changed the volume's desired state or capacity while the pass ran:
+//     that record stays, with only the plugin's answer (external ID,
+//     capacity, context) added, and the next pass acts on it.
 //   - Never two CSI calls for one volume at once: the queue runs one pass
 //     per key, and one-off calls (CreateSnapshot) take the key's slot with
 //     Queue.Exclusive. Different volumes run in parallel, up to Workers

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -55,7 +56,9 @@ type VolumeManagerConfig struct {
 	// (see reconcile.Config); zero means the queue's defaults.
 	BaseDelay, MaxDelay time.Duration
 	// OnChange, if set, is called after every change of a volume's record
-	// (deleted: the record is gone), from the goroutine that made it.
+	// (deleted: the record is gone), from the goroutine that made it, with
+	// the record lock held, in the order of the changes. It must not call
+	// the request methods (Create, Register, Delete, Deregister).
 	OnChange func(v *Volume, deleted bool)
 }
 
@@ -245,8 +248,35 @@ func specDiff(cur, req *Volume) string {
 	case !slices.EqualFunc(req.RequestedCapabilities, cur.RequestedCapabilities,
 		func(a, b *VolumeCapability) bool { return *a == *b }):
 		return "RequestedCapabilities"
+	case !maps.Equal(req.Parameters, cur.Parameters):
+		return "Parameters"
+	case !sameMountOptions(req.MountOptions, cur.MountOptions):
+		return "MountOptions"
+	case !sameTopologyRequest(req.RequestedTopologies, cur.RequestedTopologies):
+		return "RequestedTopologies"
 	}
 	return ""
+}
+
+func sameMountOptions(a, b *MountOptions) bool {
+	if a == nil {
+		a = &MountOptions{}
+	}
+	if b == nil {
+		b = &MountOptions{}
+	}
+	return a.FSType == b.FSType && slices.Equal(a.MountFlags, b.MountFlags)
+}
+
+func sameTopologyRequest(a, b *TopologyRequest) bool {
+	if a == nil {
+		a = &TopologyRequest{}
+	}
+	if b == nil {
+		b = &TopologyRequest{}
+	}
+	same := func(x, y *Topology) bool { return maps.Equal(x.Segments, y.Segments) }
+	return slices.EqualFunc(a.Required, b.Required, same) && slices.EqualFunc(a.Preferred, b.Preferred, same)
 }
 
 // checkPlugin refuses a request the plugin cannot serve, when the plugin is
@@ -404,6 +434,11 @@ func (vm *VolumeManager) reconcile(ctx context.Context, id string) (reconcile.Re
 	}
 
 	step, err := vm.step(ctx, v, ctl)
+	if err != nil && ctx.Err() != nil {
+		// The agent is stopping, which is no failure of the step: the
+		// record stays as it was, and the next Start redoes the step.
+		return reconcile.Result{}, ctx.Err()
+	}
 	if err == nil {
 		if v.Desired == DesiredDeleted {
 			return reconcile.Result{}, vm.forget(v)
