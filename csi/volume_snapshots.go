@@ -41,7 +41,7 @@ type ExternalVolume struct {
 // recorded and queued; a snapshot runs in its source volume's queue slot,
 // so it never overlaps a create, expand or delete of the volume.
 
-// CreateSnapshot snapshots a volume. name defaults to "<volume>-<unix
+// CreateSnapshot snapshots a volume. name defaults to "<volume>-<unix nano
 // seconds>".
 func (vm *VolumeManager) CreateSnapshot(ctx context.Context, volumeID, name string) (*Snapshot, error) {
 	v, err := vm.cfg.Store.Volume(volumeID)
@@ -56,7 +56,7 @@ func (vm *VolumeManager) CreateSnapshot(ctx context.Context, volumeID, name stri
 		return nil, err
 	}
 	if name == "" {
-		name = fmt.Sprintf("%s-%d", v.ID, time.Now().Unix())
+		name = fmt.Sprintf("%s-%d", v.ID, time.Now().UnixNano())
 	}
 	var snap *Snapshot
 	err = vm.queue.Exclusive(ctx, v.ID, func() error {

@@ -16,7 +16,7 @@ func (c *VolumeSnapshotCreateCommand) Help() string {
 Usage: pluginhost volume snapshot create [-json] VOLUME [NAME]
 
   Take a snapshot of VOLUME through its plugin (CreateSnapshot; NAME is the
-  idempotency key, "<volume>-<unix time>" by default).
+  idempotency key, "<volume>-<unix nanoseconds>" by default).
 ` + helpAgentOptions)
 }
 

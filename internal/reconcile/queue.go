@@ -66,10 +66,12 @@ type Queue struct {
 	queued  map[string]bool // in ready
 	running map[string]bool // a worker holds it
 	dirty   map[string]bool // added while running: run again
-	timers  map[string]*time.Timer
-	status  map[string]*keyStatus
-	closed  bool
-	wg      sync.WaitGroup
+	// forgotten: Forget was called during the key's pass.
+	forgotten map[string]bool
+	timers    map[string]*time.Timer
+	status    map[string]*keyStatus
+	closed    bool
+	wg        sync.WaitGroup
 }
 
 type keyStatus struct {
@@ -102,7 +104,7 @@ func New(cfg Config) (*Queue, error) {
 	}
 	q := &Queue{
 		cfg: cfg, log: log,
-		queued: map[string]bool{}, running: map[string]bool{}, dirty: map[string]bool{},
+		queued: map[string]bool{}, running: map[string]bool{}, dirty: map[string]bool{}, forgotten: map[string]bool{},
 		timers: map[string]*time.Timer{}, status: map[string]*keyStatus{},
 	}
 	q.cond = sync.NewCond(&q.mu)
@@ -259,10 +261,28 @@ func (q *Queue) Status(key string) Status {
 }
 
 // Forget drops what the queue remembers of a key that no longer exists.
+// A pass may forget its own key (the object is gone): the status goes
+// when the pass ends, unless the key was added again meanwhile.
 func (q *Queue) Forget(key string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if st := q.status[key]; st != nil && len(st.waiters) == 0 && !q.running[key] && !q.queued[key] {
+	if q.running[key] {
+		q.forgotten[key] = true
+		return
+	}
+	q.forgetLocked(key)
+}
+
+func (q *Queue) forgetLocked(key string) {
+	delete(q.forgotten, key)
+	if q.running[key] || q.queued[key] || q.dirty[key] {
+		return // added again: the object is back
+	}
+	if t := q.timers[key]; t != nil {
+		t.Stop()
+		delete(q.timers, key)
+	}
+	if st := q.status[key]; st != nil && len(st.waiters) == 0 {
 		delete(q.status, key)
 	}
 }
@@ -326,6 +346,8 @@ func (q *Queue) work(ctx context.Context) {
 		case q.dirty[key]:
 			delete(q.dirty, key)
 			q.addLocked(key)
+		case q.forgotten[key]:
+			q.forgetLocked(key)
 		case after > 0 && !q.closed:
 			// A timer that fired while an Add was stopping it runs late and
 			// may find a newer timer in the map: it must not act for that one.
