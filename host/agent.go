@@ -73,6 +73,8 @@ type Agent struct {
 	// changed is closed and replaced whenever an allocation's status
 	// may have changed; waiters select on it instead of polling.
 	changed chan struct{}
+	// gcKick wakes the garbage collector when an allocation finished.
+	gcKick chan struct{}
 
 	// runCtx is Run's context: goroutines started on behalf of requests
 	// live as long as the agent, not as long as the request.
@@ -112,6 +114,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		taskQueue: newEventQueue(),
 		allocs:    make(map[string]*allocEntry),
 		changed:   make(chan struct{}),
+		gcKick:    make(chan struct{}, 1),
 		startTime: time.Now(),
 	}
 	// Undo what was built if a later step fails.
@@ -273,6 +276,14 @@ func (a *Agent) Run(ctx context.Context, serve func(context.Context) error) erro
 		cancel()
 		a.shutdown()
 		return err
+	}
+
+	if a.cfg.GC.Interval > 0 {
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			a.gc(runCtx)
+		}()
 	}
 
 	serveErr := make(chan error, 1)
@@ -523,6 +534,7 @@ func (a *Agent) track(e *allocEntry) {
 		})
 		a.notifyChanged()
 		a.jobQueue.Add(e.jobID)
+		a.kickGC()
 	}()
 }
 

@@ -58,6 +58,8 @@ type Config struct {
 	CSI  CSIConfig
 	// Plugin configures plugin launching.
 	Plugin PluginConfig
+	// GC configures the garbage collection of terminal allocations.
+	GC GCConfig
 
 	// DevMode is set by Dev: no config file, throwaway data dir.
 	DevMode bool
@@ -73,6 +75,28 @@ type CSIConfig struct {
 	// ProbeTimeout bounds each Probe and fingerprint RPC.
 	ProbeTimeout time.Duration
 }
+
+// GCConfig is the garbage collection of terminal allocations, with the
+// names and defaults of Nomad's client (gc_interval, gc_max_allocs,
+// gc_disk_usage_threshold, gc_inode_usage_threshold).
+type GCConfig struct {
+	// Interval is how often terminal allocations are looked at.
+	Interval time.Duration
+	// MaxAllocs: past this many allocations, the oldest collectable ones go.
+	MaxAllocs int
+	// DiskUsageThreshold and InodeUsageThreshold are percentages of the
+	// data dir's file system past which collectable allocations go.
+	DiskUsageThreshold  float64
+	InodeUsageThreshold float64
+}
+
+// Nomad's client GC defaults.
+const (
+	DefaultGCInterval            = time.Minute
+	DefaultGCMaxAllocs           = 50
+	DefaultGCDiskUsageThreshold  = 80
+	DefaultGCInodeUsageThreshold = 70
+)
 
 // PluginConfig is the `plugin` block.
 type PluginConfig struct {
@@ -91,6 +115,10 @@ func Dev() *Config {
 		CSI: CSIConfig{
 			FingerprintInterval: DefaultFingerprintInterval,
 			ProbeTimeout:        DefaultProbeTimeout,
+		},
+		GC: GCConfig{
+			Interval: DefaultGCInterval, MaxAllocs: DefaultGCMaxAllocs,
+			DiskUsageThreshold: DefaultGCDiskUsageThreshold, InodeUsageThreshold: DefaultGCInodeUsageThreshold,
 		},
 		DevMode: true,
 	}

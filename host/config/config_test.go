@@ -33,6 +33,7 @@ func TestExampleConfigParses(t *testing.T) {
 		Jobs:       []string{filepath.Join(repo, "examples", "demo.hcl")},
 		CSI:        CSIConfig{FingerprintInterval: 30 * time.Second, ProbeTimeout: 5 * time.Second},
 		Plugin:     PluginConfig{SocketDir: "/run/pluginhost"},
+		GC:         GCConfig{Interval: time.Minute, MaxAllocs: 50, DiskUsageThreshold: 80, InodeUsageThreshold: 70},
 		SourcePath: filepath.Join(repo, "config.hcl.example"),
 	}
 	if !reflect.DeepEqual(c, want) {

@@ -21,6 +21,7 @@ var rootSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "data_dir"}, {Name: "log_level"}, {Name: "log_json"}, {Name: "addr"},
 		{Name: "node_name"}, {Name: "datacenter"}, {Name: "jobs"},
+		{Name: "gc_interval"}, {Name: "gc_max_allocs"}, {Name: "gc_disk_usage_threshold"}, {Name: "gc_inode_usage_threshold"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "csi"}, {Type: "plugin"}},
 }
@@ -158,6 +159,24 @@ func decode(d *hclstrict.Decoder, body hcl.Body, filename, baseDir string) *Conf
 	}
 	if attr := a["jobs"]; attr != nil {
 		c.Jobs = decodeJobs(d, attr, baseDir)
+	}
+
+	if attr := a["gc_interval"]; attr != nil {
+		if v, ok := d.Duration(attr); ok {
+			if v < time.Second {
+				d.Errorf(attr.Expr.Range(), "Invalid gc_interval", "gc_interval must be at least 1s, got %s.", v)
+			}
+			c.GC.Interval = v
+		}
+	}
+	if v, ok := d.Int(a["gc_max_allocs"], 1, 1<<20); ok {
+		c.GC.MaxAllocs = v
+	}
+	if v, ok := d.Int(a["gc_disk_usage_threshold"], 1, 100); ok {
+		c.GC.DiskUsageThreshold = float64(v)
+	}
+	if v, ok := d.Int(a["gc_inode_usage_threshold"], 1, 100); ok {
+		c.GC.InodeUsageThreshold = float64(v)
 	}
 
 	var csis, plugins hcl.Blocks
