@@ -68,6 +68,11 @@ type VolumeManager struct {
 
 	mu      sync.Mutex
 	changed chan struct{}
+
+	// recMu makes each read-modify-write of a record atomic: a request's,
+	// and a pass's recording of its outcome, which re-reads the record
+	// under it (see settle), so neither overwrites the other's change.
+	recMu sync.Mutex
 }
 
 // NewVolumeManager builds a manager; Start runs it.
@@ -174,6 +179,8 @@ func (vm *VolumeManager) request(v *Volume, origin VolumeOrigin) (*Volume, error
 	if err := vm.checkPlugin(v, origin); err != nil {
 		return nil, err
 	}
+	vm.recMu.Lock()
+	defer vm.recMu.Unlock()
 	cur, err := vm.cfg.Store.Volume(v.ID)
 	switch {
 	case errors.Is(err, ErrVolumeNotFound):
@@ -274,6 +281,8 @@ func (vm *VolumeManager) Deregister(id string) (*Volume, error) {
 }
 
 func (vm *VolumeManager) setDesired(id string, d VolumeDesired) (*Volume, error) {
+	vm.recMu.Lock()
+	defer vm.recMu.Unlock()
 	v, err := vm.cfg.Store.Volume(id)
 	if err != nil {
 		return nil, err
@@ -358,14 +367,16 @@ func (vm *VolumeManager) reconcile(ctx context.Context, id string) (reconcile.Re
 		return reconcile.Result{}, vm.forget(v)
 	}
 
+	start := v.Clone()
+
 	ctl, wait := vm.controller(v)
 	if wait != "" {
 		if v.StateDescription != wait {
-			v.StateDescription = wait
-			v.ModifyTime = time.Now()
-			if err := vm.commit(v, false); err != nil {
-				return reconcile.Result{}, err
-			}
+			return reconcile.Result{}, vm.settle(start, func(v *Volume) error {
+				v.StateDescription = wait
+				v.ModifyTime = time.Now()
+				return vm.commit(v, false)
+			})
 		}
 		// Not an attempt: the plugin's next health change queues the
 		// volume again (PluginChanged).
@@ -373,25 +384,88 @@ func (vm *VolumeManager) reconcile(ctx context.Context, id string) (reconcile.Re
 	}
 
 	step, err := vm.step(ctx, v, ctl)
+	return vm.outcome(start, v, step, err)
+}
+
+// settle runs record, which writes the pass's outcome to v, unless a
+// request changed the volume's record since the pass read it at start
+// (requests always set ModifyTime): then the newer record stands, and
+// changed (if set) carries into it what the pass learnt from the plugin.
+// The request queued the volume, so a pass reads the newer record next.
+// Without this, a pass's write of the record it read before its CSI call
+// would undo a request made during the call (an expand or delete lost, or
+// the external ID of a volume just created).
+func (vm *VolumeManager) settle(start *Volume, record func(v *Volume) error) error {
+	return vm.settleOr(start, record, nil)
+}
+
+func (vm *VolumeManager) settleOr(start *Volume, record func(v *Volume) error, changed func(cur *Volume) error) error {
+	vm.recMu.Lock()
+	defer vm.recMu.Unlock()
+	cur, err := vm.cfg.Store.Volume(start.ID)
+	if errors.Is(err, ErrVolumeNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if cur.ModifyTime.Equal(start.ModifyTime) {
+		return record(cur)
+	}
+	vm.log.Debug("volume changed during its pass; the next pass works from the change", "volume", start.ID)
+	if changed != nil {
+		return changed(cur)
+	}
+	return nil
+}
+
+// outcome records a step's result (see settle).
+func (vm *VolumeManager) outcome(start, v *Volume, step string, err error) (reconcile.Result, error) {
+	// What the plugin now holds, carried into a record changed meanwhile.
+	learnt := func(cur *Volume) error {
+		if err != nil || step != "created" && step != "expanded" {
+			return nil
+		}
+		cur.ExternalID, cur.Capacity, cur.Context, cur.AccessibleTopology = v.ExternalID, v.Capacity, v.Context, v.AccessibleTopology
+		cur.ModifyTime = time.Now()
+		return vm.commit(cur, false)
+	}
 	if err == nil {
 		if v.Desired == DesiredDeleted {
+			// The volume is gone at the plugin: whatever a request said
+			// meanwhile (only deregister is accepted for a volume being
+			// deleted), the record goes.
+			vm.recMu.Lock()
+			defer vm.recMu.Unlock()
 			return reconcile.Result{}, vm.forget(v)
 		}
-		v.State, v.StateDescription, v.Attempts, v.LastError = StateReady, step, 0, ""
+		return reconcile.Result{}, vm.settleOr(start, func(cur *Volume) error {
+			v.State, v.StateDescription, v.Attempts, v.LastError = StateReady, step, 0, ""
+			v.ModifyTime = time.Now()
+			return vm.commit(v, false)
+		}, learnt)
+	}
+	stale := true
+	cerr := vm.settle(start, func(cur *Volume) error {
+		stale = false
+		v.Attempts++
+		v.LastError = err.Error()
 		v.ModifyTime = time.Now()
-		return reconcile.Result{}, vm.commit(v, false)
-	}
-	v.Attempts++
-	v.LastError = err.Error()
-	v.ModifyTime = time.Now()
-	if permanent(err) {
-		v.State, v.StateDescription = StateFailed, fmt.Sprintf("%s failed", step)
-		vm.log.Warn("volume work failed for good", "volume", v.ID, "step", step, "error", err)
-		return reconcile.Result{}, vm.commit(v, false)
-	}
-	v.StateDescription = fmt.Sprintf("%s: attempt %d failed, retrying", step, v.Attempts)
-	if cerr := vm.commit(v, false); cerr != nil {
+		if permanent(err) {
+			v.State, v.StateDescription = StateFailed, fmt.Sprintf("%s failed", step)
+			vm.log.Warn("volume work failed for good", "volume", v.ID, "step", step, "error", err)
+			return vm.commit(v, false)
+		}
+		v.StateDescription = fmt.Sprintf("%s: attempt %d failed, retrying", step, v.Attempts)
+		return vm.commit(v, false)
+	})
+	switch {
+	case cerr != nil:
 		return reconcile.Result{}, cerr
+	case stale || permanent(err):
+		// A newer request's pass comes next and starts over (stale); a
+		// permanent failure is not retried.
+		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{}, fmt.Errorf("volume %q: %s: %w", v.ID, step, err)
 }
