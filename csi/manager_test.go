@@ -22,7 +22,7 @@ type harness struct {
 	events chan HealthEvent
 }
 
-func newHarness(t *testing.T, store dynamic.Store, interval time.Duration) *harness {
+func newHarness(t testing.TB, store dynamic.Store, interval time.Duration) *harness {
 	t.Helper()
 	reg, err := dynamic.New(dynamic.Config{Store: store})
 	if err != nil {
@@ -52,7 +52,7 @@ func newHarness(t *testing.T, store dynamic.Store, interval time.Duration) *harn
 	return h
 }
 
-func (h *harness) register(t *testing.T, typ, name, alloc, socket string) {
+func (h *harness) register(t testing.TB, typ, name, alloc, socket string) {
 	t.Helper()
 	if err := h.reg.Register(testInfo(typ, name, alloc, socket)); err != nil {
 		t.Fatal(err)

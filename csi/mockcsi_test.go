@@ -39,7 +39,7 @@ func (l *lockedBuffer) String() string {
 // startMockCSI runs the real mockcsi binary as a standalone CSI driver
 // (CSI_ENDPOINT, as under Nomad or Kubernetes) and returns its socket once
 // it answers. The process is killed at cleanup.
-func startMockCSI(t *testing.T, env ...string) string {
+func startMockCSI(t testing.TB, env ...string) string {
 	t.Helper()
 	bin := testbin.MustPath(t, "mockcsi")
 	dir := shortDir(t)

@@ -51,6 +51,8 @@ type DB struct {
 	bolt    *bbolt.DB
 	log     hclog.Logger
 	version int
+	// batcher groups concurrent volume writes into shared commits.
+	batcher batcher
 }
 
 // Open opens or creates the state file at path, takes its lock, and upgrades

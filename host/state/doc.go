@@ -138,4 +138,19 @@
 // CPU part alone (the nosync sub-benchmarks) grows about 1.8x from 100 to
 // 100,000: the depth going from 2 to 4, two more page copies and pwrites per
 // commit, and a larger heap for the garbage collector to scan.
+//
+// Volume writes (PutVolume, DeleteVolume) are group-committed (batch.go):
+// the volume manager's 16 workers and the API's requests each write a
+// record per step, and bbolt serialises writers, so each would otherwise
+// wait for every commit ahead of it. A writer that finds a commit running
+// queues; the next one to get the commit slot commits everything queued
+// in one transaction, so a burst of N writes costs about two commits, not
+// N. A lone write commits at once: there is no timer (bbolt's DB.Batch
+// waits up to MaxBatchDelay, 10 ms by default, for company, and runs the
+// commit on a timer goroutine where a panic on a damaged file could not
+// be recovered). A function that fails is taken out of its transaction
+// and the others committed without it. BenchmarkPutVolume: about 0.25 ms
+// per write alone, before and after; from 16 writers, 0.25 ms per write
+// before and 0.07 to 0.25 ms after on the shared 2-core test machine.
+// BenchmarkVolumes100 (e2e), x-bare median of 5: 1.60 before, 1.38 after.
 package state

@@ -23,14 +23,14 @@ func (db *DB) PutVolume(v *csi.Volume) error {
 	if err := checkName("volume ID", v.ID); err != nil {
 		return fmt.Errorf("put volume: %w", err)
 	}
-	return db.update("put volume "+v.ID, func(tx *bbolt.Tx) error {
+	return db.batch("put volume "+v.ID, func(tx *bbolt.Tx) error {
 		return putJSON(tx.Bucket([]byte(bucketVolumes)), []byte(v.ID), v)
 	})
 }
 
 // DeleteVolume implements csi.VolumeStore.
 func (db *DB) DeleteVolume(id string) error {
-	return db.update("delete volume "+id, func(tx *bbolt.Tx) error {
+	return db.batch("delete volume "+id, func(tx *bbolt.Tx) error {
 		return deleteKey(tx.Bucket([]byte(bucketVolumes)), []byte(id))
 	})
 }

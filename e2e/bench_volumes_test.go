@@ -1,0 +1,261 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/pluginhost/pluginhost/host/api"
+)
+
+// benchVolumes is how many volumes one BenchmarkVolumes100 run creates and
+// deletes; benchVolumeConc how many are in flight at once, on both sides
+// (the agent's volume workers are csi.DefaultVolumeWorkers, also 16).
+const (
+	benchVolumes    = 100
+	benchVolumeConc = 16
+)
+
+// BenchmarkVolumes100 creates and deletes 100 volumes through the agent,
+// 16 at a time: each is `volume create` (CreateVolumeSource, then its
+// VolumeUpdated event saying ready) followed by `volume delete`
+// (DeleteVolume, then its VolumeDeleted event). In the same run, the same
+// CSI calls (CreateVolume, DeleteVolume for 100 other names) go from a bare
+// gRPC client straight to the same mockcsi process, on the socket the agent
+// gave it (CSI_ENDPOINT, read from the raw_exec task's environment), also
+// 16 at a time. ns/op is the agent path; bare-ns/op and x-bare compare
+// (goal x-bare ≤ 1.3).
+func BenchmarkVolumes100(b *testing.B) {
+	e := newEnv(b, csiConfig)
+	a := e.start()
+	m := e.markerFor("vol")
+	const plugin = "vb"
+	alloc := a.runJob("vb", jobHCL("vb", "", csiTask(b, "raw_exec", "plugin", m, plugin, "30s")))[0]
+	a.mustWait("plugin healthy", time.Minute, func(ctx context.Context) (bool, error) {
+		p, err := a.client.Plugin(ctx, plugin)
+		if err != nil {
+			return false, nil
+		}
+		return p.ControllersHealthy == 1 && p.NodesHealthy == 1, nil
+	}, api.TopicPlugin)
+	socket := pluginEndpoint(b, a, alloc, m)
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	ctl := csipb.NewControllerClient(conn)
+
+	ctx := context.Background()
+	var vs vsBare
+	run := 0
+	for b.Loop() {
+		b.StopTimer()
+		run++
+		w := watchVolumes(b, a, fmt.Sprintf("r%d-", run))
+		b.StartTimer()
+		start := time.Now()
+		parallel(b, benchVolumes, benchVolumeConc, func(i int) error {
+			return w.createDelete(ctx, plugin, i)
+		})
+		agentTook := time.Since(start)
+		b.StopTimer()
+		w.close()
+
+		start = time.Now()
+		parallel(b, benchVolumes, benchVolumeConc, func(i int) error {
+			return bareCreateDelete(ctx, ctl, fmt.Sprintf("bare-r%d-%03d", run, i))
+		})
+		vs.add(agentTook, time.Since(start))
+		b.StartTimer()
+	}
+	vs.report(b)
+}
+
+// pluginEndpoint returns the socket path of a raw_exec CSI task: its
+// CSI_ENDPOINT, as the agent set it, read from the process's environment.
+func pluginEndpoint(b *testing.B, a *agentProc, alloc, marker string) string {
+	b.Helper()
+	al, err := a.client.Allocation(context.Background(), alloc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, ok := readProc(onlyCopy(b, al, "plugin", marker))
+	if !ok {
+		b.Fatal("plugin process gone")
+	}
+	for _, kv := range bytes.Split(p.environ, []byte{0}) {
+		if ep, ok := strings.CutPrefix(string(kv), "CSI_ENDPOINT=unix://"); ok {
+			return ep
+		}
+	}
+	b.Fatal("the plugin has no CSI_ENDPOINT")
+	return ""
+}
+
+// parallel runs fn(0..n-1) on conc goroutines and fails b on the first
+// error.
+func parallel(b *testing.B, n, conc int, fn func(i int) error) {
+	b.Helper()
+	work := make(chan int)
+	errs := make(chan error, conc)
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if err := fn(i); err != nil {
+					errs <- err
+					for range work {
+					}
+					return
+				}
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+}
+
+// volumeWatch follows the Volume topic for one run and hands each volume's
+// events to whoever waits for that volume. Every volume's channel exists
+// before the run starts, so no event is lost to a waiter that is not yet
+// there.
+type volumeWatch struct {
+	a      *agentProc
+	prefix string
+	es     *api.EventStream
+	ch     map[string]chan *api.Event
+	done   chan struct{}
+}
+
+func watchVolumes(b *testing.B, a *agentProc, prefix string) *volumeWatch {
+	b.Helper()
+	es, err := a.client.Events(context.Background(), api.TopicVolume)
+	if err != nil {
+		b.Fatalf("subscribe: %v", err)
+	}
+	w := &volumeWatch{a: a, prefix: prefix, es: es, ch: map[string]chan *api.Event{}, done: make(chan struct{})}
+	for i := range benchVolumes {
+		// A volume has at most four events: queued, created, queued for
+		// deletion, deleted.
+		w.ch[w.id(i)] = make(chan *api.Event, 8)
+	}
+	go func() {
+		defer close(w.done)
+		for {
+			ev, err := es.Next(context.Background())
+			if err != nil {
+				return
+			}
+			if c, ok := w.ch[ev.Key]; ok {
+				c <- ev
+			}
+		}
+	}()
+	return w
+}
+
+func (w *volumeWatch) id(i int) string { return fmt.Sprintf("%s%03d", w.prefix, i) }
+
+func (w *volumeWatch) close() {
+	_ = w.es.Close()
+	<-w.done
+}
+
+// wait returns when an event for volume id satisfies done, or fails.
+func (w *volumeWatch) wait(ctx context.Context, id string, done func(*api.Event) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		select {
+		case ev := <-w.ch[id]:
+			if ok, err := done(ev); ok || err != nil {
+				return err
+			}
+		case <-w.done:
+			return fmt.Errorf("volume %s: the event stream ended", id)
+		case <-ctx.Done():
+			return fmt.Errorf("volume %s: %w", id, ctx.Err())
+		}
+	}
+}
+
+// createDelete is `volume create` then `volume delete` of volume i.
+func (w *volumeWatch) createDelete(ctx context.Context, plugin string, i int) error {
+	id := w.id(i)
+	src := fmt.Sprintf(benchVolumeHCL, id, plugin)
+	if _, err := w.a.client.CreateVolumeSource(ctx, id, id+".hcl", []byte(src)); err != nil {
+		return fmt.Errorf("create %s: %w", id, err)
+	}
+	err := w.wait(ctx, id, func(ev *api.Event) (bool, error) {
+		v := ev.Payload.Volume
+		switch {
+		case ev.Type != "VolumeUpdated" || v == nil:
+			return false, fmt.Errorf("volume %s: unexpected %s event", id, ev.Type)
+		case v.State == api.VolumeStateFailed:
+			return false, fmt.Errorf("volume %s failed: %s", id, v.LastError)
+		}
+		return v.State == api.VolumeStateReady, nil
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := w.a.client.DeleteVolume(ctx, id); err != nil {
+		return fmt.Errorf("delete %s: %w", id, err)
+	}
+	return w.wait(ctx, id, func(ev *api.Event) (bool, error) {
+		if v := ev.Payload.Volume; ev.Type == "VolumeUpdated" && v != nil && v.State == api.VolumeStateFailed {
+			return false, fmt.Errorf("volume %s: delete failed: %s", id, v.LastError)
+		}
+		return ev.Type == "VolumeDeleted", nil
+	})
+}
+
+// benchVolumeHCL is the volume both sides create: 1 MiB, one file-system
+// capability (id, plugin ID).
+const benchVolumeHCL = `id           = %q
+type         = "csi"
+plugin_id    = %q
+capacity_min = "1MiB"
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+`
+
+// bareCreateDelete is the CSI calls the agent makes for one volume of
+// BenchmarkVolumes100, made directly.
+func bareCreateDelete(ctx context.Context, ctl csipb.ControllerClient, name string) error {
+	resp, err := ctl.CreateVolume(ctx, &csipb.CreateVolumeRequest{
+		Name:          name,
+		CapacityRange: &csipb.CapacityRange{RequiredBytes: 1 << 20},
+		VolumeCapabilities: []*csipb.VolumeCapability{{
+			AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{}},
+			AccessMode: &csipb.VolumeCapability_AccessMode{Mode: csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("bare create %s: %w", name, err)
+	}
+	if _, err := ctl.DeleteVolume(ctx, &csipb.DeleteVolumeRequest{VolumeId: resp.GetVolume().GetVolumeId()}); err != nil {
+		return fmt.Errorf("bare delete %s: %w", name, err)
+	}
+	return nil
+}

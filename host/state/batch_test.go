@@ -1,0 +1,130 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/pluginhost/pluginhost/csi"
+)
+
+// Concurrent volume writes share commits; every one lands, and a write
+// whose function fails fails alone: the others of its transaction are
+// committed without it.
+func TestBatchConcurrentPutVolume(t *testing.T) {
+	path := statePath(t)
+	db := openTest(t, path, Options{})
+	errBad := errors.New("bad write")
+	const n = 64
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i%8 == 3 {
+				// A write that fails inside the transaction, after
+				// putting something that must not land.
+				errs[i] = db.batch(fmt.Sprintf("bad %d", i), func(tx *bbolt.Tx) error {
+					if err := putJSON(tx.Bucket([]byte(bucketVolumes)), []byte(fmt.Sprintf("bad-%02d", i)), &csi.Volume{ID: "x"}); err != nil {
+						return err
+					}
+					return errBad
+				})
+				return
+			}
+			errs[i] = db.PutVolume(&csi.Volume{ID: fmt.Sprintf("v-%02d", i), PluginID: "p"})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		switch {
+		case i%8 == 3 && !errors.Is(err, errBad):
+			t.Errorf("bad write %d: %v, want errBad", i, err)
+		case i%8 != 3 && err != nil:
+			t.Errorf("PutVolume %d: %v", i, err)
+		}
+	}
+	check := func(db *DB) {
+		t.Helper()
+		vols, err := db.Volumes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := n - n/8; len(vols) != want {
+			t.Fatalf("%d volumes stored, want %d", len(vols), want)
+		}
+		for _, v := range vols {
+			if v.ID[:2] != "v-" {
+				t.Fatalf("volume %q stored", v.ID)
+			}
+		}
+	}
+	check(db)
+	// Durable: they are in the file.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check(openTest(t, path, Options{}))
+}
+
+// A lone write commits at once: no timer holds it back.
+func TestBatchLoneWriteIsNotDelayed(t *testing.T) {
+	db := openTest(t, statePath(t), Options{})
+	db.bolt.NoSync = true // only the batching is timed
+	start := time.Now()
+	for i := range 20 {
+		if err := db.PutVolume(&csi.Volume{ID: fmt.Sprintf("v-%d", i), PluginID: "p"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("20 lone writes took %v", took)
+	}
+	if err := db.DeleteVolume("v-0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Volume("v-0"); !errors.Is(err, csi.ErrVolumeNotFound) {
+		t.Fatalf("deleted volume: %v", err)
+	}
+}
+
+// BenchmarkPutVolume is one volume write, durable: alone (the latency a
+// single `volume create` pays) and from 16 writers at once (the volume
+// manager's workers), where writes share commits.
+func BenchmarkPutVolume(b *testing.B) {
+	for _, writers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			db := openTest(b, statePath(b), Options{})
+			var mu sync.Mutex
+			n := 0
+			b.SetParallelism(max(1, writers/runtime.GOMAXPROCS(0))) // about `writers` goroutines
+			if writers == 1 {
+				for b.Loop() {
+					n++
+					if err := db.PutVolume(&csi.Volume{ID: fmt.Sprintf("v-%d", n%100), PluginID: "p"}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				return
+			}
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					mu.Lock()
+					n++
+					id := fmt.Sprintf("v-%d", n%100)
+					mu.Unlock()
+					if err := db.PutVolume(&csi.Volume{ID: id, PluginID: "p"}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
