@@ -3,7 +3,6 @@ package csi
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,59 +14,9 @@ import (
 	"github.com/pluginhost/pluginhost/dynamic"
 )
 
-// memVolumeStore is an in-memory VolumeStore for benchmarks. The agent's
-// store is host/state's bbolt file, which csi must not import; this one
-// has no commit cost, so a benchmark over it measures the queue and the
-// plugin, not durability.
-type memVolumeStore struct {
-	mu   sync.Mutex
-	vols map[string]*Volume
-}
-
-func newMemVolumeStore() *memVolumeStore { return &memVolumeStore{vols: map[string]*Volume{}} }
-
-func (s *memVolumeStore) PutVolume(v *Volume) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.vols[v.ID] = v.Clone()
-	return nil
-}
-
-func (s *memVolumeStore) DeleteVolume(id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.vols, id)
-	return nil
-}
-
-func (s *memVolumeStore) Volume(id string) (*Volume, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.vols[id]
-	if !ok {
-		return nil, fmt.Errorf("volume %q: %w", id, ErrVolumeNotFound)
-	}
-	return v.Clone(), nil
-}
-
-func (s *memVolumeStore) Volumes() ([]*Volume, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]*Volume, 0, len(s.vols))
-	for _, v := range s.vols {
-		out = append(out, v.Clone())
-	}
-	slices.SortFunc(out, func(a, b *Volume) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
-	return out, nil
-}
+// The benchmark runs over memVolumeStore (volumes_test.go): the agent's
+// store is host/state's bbolt file, which csi must not import, so it
+// measures the queue and the plugin, not durability.
 
 // queueVolumes is how many volumes BenchmarkVolumeQueue1000 queues.
 const queueVolumes = 1000
