@@ -42,6 +42,8 @@ type fakePlugin struct {
 	// closed or the call's context ends.
 	hang  map[string]chan struct{}
 	calls map[string]int
+	// latency is added to every call (a benchmark's slow plugin).
+	latency time.Duration
 
 	// probed receives a value for every Probe call, once the call has read
 	// the knobs, if a test wants to wait for them (buffered; sends never
@@ -101,6 +103,7 @@ func (p *fakePlugin) enter(ctx context.Context, method string) error {
 	p.mu.Lock()
 	p.calls[method]++
 	hang := p.hang[method]
+	latency := p.latency
 	if p.entered != nil {
 		p.entered <- method
 	}
@@ -119,6 +122,15 @@ func (p *fakePlugin) enter(ctx context.Context, method string) error {
 		code, p.script[method] = q[0], q[1:]
 	}
 	p.mu.Unlock()
+	if latency > 0 {
+		t := time.NewTimer(latency)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return status.FromContextError(ctx.Err()).Err()
+		}
+	}
 	if hang != nil {
 		select {
 		case <-hang:
@@ -176,6 +188,13 @@ func (p *fakePlugin) CreateVolume(ctx context.Context, req *csipb.CreateVolumeRe
 		return nil, status.Error(codes.InvalidArgument, "name required")
 	}
 	return &csipb.CreateVolumeResponse{Volume: &csipb.Volume{VolumeId: "vol-" + req.GetName(), CapacityBytes: req.GetCapacityRange().GetRequiredBytes()}}, nil
+}
+
+func (p *fakePlugin) DeleteVolume(ctx context.Context, _ *csipb.DeleteVolumeRequest) (*csipb.DeleteVolumeResponse, error) {
+	if err := p.enter(ctx, "DeleteVolume"); err != nil {
+		return nil, err
+	}
+	return &csipb.DeleteVolumeResponse{}, nil
 }
 
 func (p *fakePlugin) NodeGetCapabilities(ctx context.Context, _ *csipb.NodeGetCapabilitiesRequest) (*csipb.NodeGetCapabilitiesResponse, error) {
