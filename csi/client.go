@@ -2,7 +2,6 @@ package csi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -159,7 +158,7 @@ func invoke[Resp any](ctx context.Context, c *Client, method string, rpc func(co
 		if ctx.Err() != nil {
 			// Keep the caller's reason reachable with errors.Is: gRPC
 			// turns it into a status that does not wrap it.
-			return zero, callError(method, c.socket, attempt+1, errors.Join(err, ctx.Err()))
+			return zero, callError(method, c.socket, attempt+1, JoinErrors(err, ctx.Err()))
 		}
 		if attempt+1 >= c.retry.MaxAttempts || !Retryable(err) {
 			return zero, callError(method, c.socket, attempt+1, err)
@@ -173,7 +172,7 @@ func invoke[Resp any](ctx context.Context, c *Client, method string, rpc func(co
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return zero, callError(method, c.socket, attempt+1, errors.Join(err, ctx.Err()))
+			return zero, callError(method, c.socket, attempt+1, JoinErrors(err, ctx.Err()))
 		case <-t.C:
 		}
 	}

@@ -228,3 +228,22 @@ func TestClientBorrowedConn(t *testing.T) {
 		t.Fatalf("plugin saw %d Probes, want 2", n)
 	}
 }
+
+// TestJoinErrorsIsOneLine: errors that end up in tables and events are one
+// line, and every joined error stays reachable.
+func TestJoinErrorsIsOneLine(t *testing.T) {
+	a, b := errors.New("first"), context.DeadlineExceeded
+	err := JoinErrors(a, nil, b)
+	if strings.Contains(err.Error(), "\n") || err.Error() != "first; context deadline exceeded" {
+		t.Fatalf("JoinErrors text %q", err.Error())
+	}
+	if !errors.Is(err, a) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal("joined errors not reachable")
+	}
+	if JoinErrors(nil, nil) != nil || JoinErrors(a) != a {
+		t.Fatal("JoinErrors of one or none")
+	}
+	if got := JoinErrors(errors.Join(a, b), a).Error(); strings.Contains(got, "\n") {
+		t.Fatalf("an inner errors.Join kept its newline: %q", got)
+	}
+}

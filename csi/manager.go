@@ -383,7 +383,7 @@ func (m *Manager) Refresh(ctx context.Context, id string) error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return JoinErrors(errs...)
 }
 
 // WaitReady returns once every CSI plugin allocation that is active in the

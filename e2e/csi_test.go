@@ -183,12 +183,12 @@ func TestCSIProbeFailure(t *testing.T) {
 	tk.env = map[string]string{"MOCKCSI_PROBE_FAIL": "true"}
 	ids := a.runJob("sick", jobHCL("sick", restartPolicy, tk))
 	al := a.waitAlloc(ids[0], "unhealthy, then restarted", and(
-		hasEvents("plugin", api.TaskPluginUnhealthy, 1),
+		hasEvents("plugin", api.TaskPluginNotHealthy, 1),
 		hasEvents("plugin", api.TaskRestarting, 1),
 		hasEvents("plugin", api.TaskStarted, 2),
 		running("plugin")))
-	if n := len(events(al, "plugin", api.TaskPluginHealthy)); n != 0 {
-		t.Fatalf("a plugin whose Probe fails was reported healthy %d times: %s", n, eventSummary(al, "plugin"))
+	if n := len(events(al, "plugin", api.TaskPluginHealthy)) + len(events(al, "plugin", api.TaskPluginUnhealthy)); n != 0 {
+		t.Fatalf("a plugin whose Probe fails was reported healthy or \"became unhealthy\" %d times: %s", n, eventSummary(al, "plugin"))
 	}
 	onlyCopy(t, al, "plugin", m)
 	if p, err := a.client.Plugin(context.Background(), "sick"); err == nil && (p.NodesHealthy > 0 || p.ActiveNode != "") {

@@ -109,7 +109,7 @@ func pluginHealthyAt(events []*state.TaskEvent) (time.Time, bool) {
 		switch events[i].Type {
 		case csiplugin.EventPluginHealthy:
 			return events[i].Time, true
-		case csiplugin.EventPluginUnhealthy, taskrunner.EventStarted, taskrunner.EventRestarting, taskrunner.EventTerminated:
+		case csiplugin.EventPluginUnhealthy, csiplugin.EventPluginNotHealthy, taskrunner.EventStarted, taskrunner.EventRestarting, taskrunner.EventTerminated:
 			return time.Time{}, false
 		}
 	}

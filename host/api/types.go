@@ -193,6 +193,9 @@ const (
 	TaskSetupFailure    = "Setup Failure"
 	TaskPluginHealthy   = "Plugin became healthy"
 	TaskPluginUnhealthy = "Plugin became unhealthy"
+	// TaskPluginNotHealthy: the plugin failed before it was ever healthy
+	// in this launch.
+	TaskPluginNotHealthy = "Plugin not healthy"
 )
 
 // TaskEvent is one entry of a task's history.

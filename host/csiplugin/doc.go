@@ -45,7 +45,8 @@
 //  2. probes with a doubling backoff (ReadyBackoffMin to ReadyBackoffMax;
 //     Nomad waits a flat 5 s) until Probe says ready and GetPluginInfo
 //     answers. ready=false is "starting" and not reported; a Probe error is
-//     reported once as "Plugin became unhealthy: <error>";
+//     reported once as "Plugin not healthy: <error>" ("Plugin became
+//     unhealthy" is kept for a plugin that was healthy in this launch);
 //  3. when health_timeout runs out first, asks the runner for a restart
 //     (counted against the restart policy) with the reason "... health_timeout
 //     30s elapsed: <last error>" (Nomad #25307);

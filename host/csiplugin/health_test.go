@@ -21,7 +21,7 @@ func TestProbeFailingRestarts(t *testing.T) {
 		job := pluginJob("csi", drv, jobspec.CSIPluginTypeNode, map[string]string{"MOCKCSI_PROBE_FAIL": "1"})
 		csiTask(job).CSIPluginConfig.HealthTimeout = 300 * time.Millisecond
 		ar := a.run(job)
-		unhealthy := a.ev.wait(t, ar.ID(), EventPluginUnhealthy, 1)
+		unhealthy := a.ev.wait(t, ar.ID(), EventPluginNotHealthy, 1)
 		if !strings.Contains(unhealthy.Message, "probe failing on purpose") {
 			t.Errorf("unhealthy event %q does not carry the probe error", unhealthy.Message)
 		}
@@ -31,9 +31,12 @@ func TestProbeFailingRestarts(t *testing.T) {
 		}
 		a.ev.wait(t, ar.ID(), taskrunner.EventRestarting, 1)
 		// The restarted launch is supervised again from scratch.
-		a.ev.wait(t, ar.ID(), EventPluginUnhealthy, 2)
-		if n := len(a.ev.matching(ar.ID(), EventPluginHealthy)); n != 0 {
-			t.Errorf("%d healthy events", n)
+		a.ev.wait(t, ar.ID(), EventPluginNotHealthy, 2)
+		// Never healthy, so never "became unhealthy" either.
+		for _, typ := range []string{EventPluginHealthy, EventPluginUnhealthy} {
+			if n := len(a.ev.matching(ar.ID(), typ)); n != 0 {
+				t.Errorf("%d %q events", n, typ)
+			}
 		}
 		notRegistered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
 	})
@@ -52,7 +55,7 @@ func TestNotReadyBeyondHealthTimeout(t *testing.T) {
 			t.Errorf("restart reason %q", sig.Message)
 		}
 		// The unhealthy event comes with the timeout, not before.
-		if evs := a.ev.matching(ar.ID(), EventPluginUnhealthy); len(evs) != 1 || !strings.Contains(evs[0].Message, "ready=false") {
+		if evs := a.ev.matching(ar.ID(), EventPluginNotHealthy); len(evs) != 1 || !strings.Contains(evs[0].Message, "ready=false") {
 			for _, e := range evs {
 				t.Errorf("unhealthy event: %s", e.Message)
 			}
@@ -75,7 +78,7 @@ func TestNotReadyWithinHealthTimeout(t *testing.T) {
 		a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
 		handle(t, ar, "plugin")
 		registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
-		for _, typ := range []string{taskrunner.EventRestartSignal, EventPluginUnhealthy} {
+		for _, typ := range []string{taskrunner.EventRestartSignal, EventPluginUnhealthy, EventPluginNotHealthy} {
 			if n := len(a.ev.matching(ar.ID(), typ)); n != 0 {
 				t.Errorf("%d %q events:%s", n, typ, a.ev)
 			}

@@ -23,6 +23,8 @@ const (
 	healthUnknown health = iota
 	healthHealthy
 	healthUnhealthy
+	// healthNotYet: failing, and never healthy in this launch.
+	healthNotYet
 )
 
 // errNotReady is a Probe that answered ready=false: the plugin is still
@@ -362,9 +364,15 @@ func (sv *supervision) setHealth(err error) {
 		}
 		return
 	}
-	if sv.health != healthUnhealthy {
+	switch sv.health {
+	case healthHealthy:
 		sv.health = healthUnhealthy
 		sv.emit(EventPluginUnhealthy, err.Error())
+	case healthUnknown:
+		// Never healthy: it did not "become" unhealthy, it is not
+		// healthy yet, and says why once.
+		sv.health = healthNotYet
+		sv.emit(EventPluginNotHealthy, err.Error())
 	}
 }
 

@@ -25,6 +25,9 @@ import (
 const (
 	EventPluginHealthy   = "Plugin became healthy"
 	EventPluginUnhealthy = "Plugin became unhealthy"
+	// EventPluginNotHealthy: a launch's plugin failed before it was ever
+	// healthy (it cannot "become" unhealthy); said once per launch.
+	EventPluginNotHealthy = "Plugin not healthy"
 )
 
 // SocketName is the CSI endpoint's file name in the allocation's socket
@@ -263,7 +266,7 @@ func (s *supervisor) Stop(_ context.Context, _ *taskrunner.HookRequest) error {
 	err := s.deregister()
 	if !s.goPlugin && isSocket(s.defaultSocket) {
 		if rerr := os.Remove(s.defaultSocket); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-			err = errors.Join(err, fmt.Errorf("csi_plugin %s: remove socket: %w", s.plugin.ID, rerr))
+			err = csi.JoinErrors(err, fmt.Errorf("csi_plugin %s: remove socket: %w", s.plugin.ID, rerr))
 		}
 	}
 	return err
@@ -291,5 +294,5 @@ func (s *supervisor) deregister() error {
 			errs = append(errs, fmt.Errorf("csi_plugin %s: deregister %s: %w", s.plugin.ID, typ, err))
 		}
 	}
-	return errors.Join(errs...)
+	return csi.JoinErrors(errs...)
 }
