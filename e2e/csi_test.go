@@ -191,8 +191,21 @@ func TestCSIProbeFailure(t *testing.T) {
 		t.Fatalf("a plugin whose Probe fails was reported healthy or \"became unhealthy\" %d times: %s", n, eventSummary(al, "plugin"))
 	}
 	onlyCopy(t, al, "plugin", m)
-	if p, err := a.client.Plugin(context.Background(), "sick"); err == nil && (p.NodesHealthy > 0 || p.ActiveNode != "") {
+	p, err := a.client.Plugin(context.Background(), "sick")
+	if err != nil {
+		t.Fatalf("a failing plugin vanished from plugin status: %v", err)
+	}
+	if p.NodesHealthy > 0 || p.ActiveNode != "" {
 		t.Fatalf("a plugin whose Probe fails is offered: %+v", p)
+	}
+	// It is listed, 0 of 1 healthy, and the detail view says why.
+	if p.NodesExpected != 1 || p.Nodes[ids[0]] == nil || p.Nodes[ids[0]].HealthDescription == "" {
+		t.Fatalf("plugin status of a failing plugin: %+v", p)
+	}
+	t.Logf("why: %s", p.Nodes[ids[0]].HealthDescription)
+	stubs, err := a.client.Plugins(context.Background())
+	if err != nil || len(stubs) != 1 || stubs[0].ID != "sick" || stubs[0].NodesExpected != 1 || stubs[0].NodesHealthy != 0 {
+		t.Fatalf("plugin list: %v %+v", err, stubs)
 	}
 	a.stopAndCheckNoOrphans("sick", m)
 }

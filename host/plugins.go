@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"fmt"
 	"sort"
 
 	"github.com/pluginhost/pluginhost/csi"
@@ -14,12 +13,19 @@ import (
 func (a *Agent) Plugins(ctx context.Context) ([]*api.CSIPluginListStub, error) {
 	plugins := a.csi.Plugins()
 	out := make([]*api.CSIPluginListStub, 0, len(plugins))
+	known := map[string]bool{}
 	for _, p := range plugins {
+		known[p.ID] = true
 		out = append(out, &api.CSIPluginListStub{
 			ID: p.ID, Provider: p.Provider, ControllerRequired: p.ControllerRequired,
 			ControllersHealthy: p.ControllersHealthy, ControllersExpected: p.ControllersExpected,
 			NodesHealthy: p.NodesHealthy, NodesExpected: p.NodesExpected,
 		})
+	}
+	for id, tasks := range a.declaredPlugins() {
+		if !known[id] {
+			out = append(out, unregisteredStub(id, tasks))
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
@@ -30,7 +36,10 @@ func (a *Agent) Plugins(ctx context.Context) ([]*api.CSIPluginListStub, error) {
 func (a *Agent) Plugin(ctx context.Context, id string) (*api.CSIPlugin, error) {
 	p, ok := a.csi.Plugin(id)
 	if !ok {
-		return nil, fmt.Errorf("plugin %q: %w", id, api.ErrNotFound)
+		if tasks := a.declaredPlugins()[id]; len(tasks) > 0 {
+			return unregisteredPlugin(id, tasks), nil
+		}
+		return nil, api.ErrNotFound
 	}
 	out := &api.CSIPlugin{
 		ID: p.ID, Provider: p.Provider, Version: p.Version, ControllerRequired: p.ControllerRequired,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -59,6 +60,10 @@ func (c *PluginStatusCommand) list(client *api.Client) int {
 
 func (c *PluginStatusCommand) show(client *api.Client, id string) int {
 	p, err := client.Plugin(c.Ctx, id)
+	if errors.Is(err, api.ErrNotFound) {
+		c.Ui.Error(fmt.Sprintf("No CSI plugin with ID %q: no allocation runs or declares it", id))
+		return 1
+	}
 	if err != nil {
 		return c.fail(fmt.Sprintf("reading plugin %q", id), err)
 	}

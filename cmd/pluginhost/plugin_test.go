@@ -96,7 +96,7 @@ func TestPluginStatusDetail(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &p); err != nil || len(p.Nodes) != 2 || p.ActiveNode == "" {
 		t.Errorf("plugin status -json mockcsi: %v\n%s", err, r.stdout)
 	}
-	if r := runCLI(t, ctx, addr, "plugin", "status", "nope"); r.code != 1 || !strings.Contains(r.stderr, "HTTP 404") {
+	if r := runCLI(t, ctx, addr, "plugin", "status", "nope"); r.code != 1 || strings.Count(r.stderr, `"nope"`) != 1 || !strings.Contains(r.stderr, "No CSI plugin") {
 		t.Errorf("unknown plugin: %+v", r)
 	}
 }

@@ -1,0 +1,134 @@
+package host
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/csiplugin"
+	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/state"
+	"github.com/pluginhost/pluginhost/host/taskrunner"
+)
+
+// A CSI plugin exists for the CSI manager once an allocation registered it,
+// which a plugin does only once healthy. A plugin whose tasks are starting,
+// failing their probes or waiting out a restart delay would then not exist
+// at all: `plugin status` would say "No CSI plugins". The agent also knows
+// the plugins that allocations meant to run declare (csi_plugin blocks),
+// and shows those that are not registered with 0 healthy and why.
+
+// declaredTask is one task of a running allocation that declares a plugin.
+type declaredTask struct {
+	alloc *allocEntry
+	task  string
+	typ   string // csi_plugin type: monolith, node, controller
+}
+
+// declaredPlugins maps plugin IDs to the tasks that declare them, of
+// allocations that should run and have not finished.
+func (a *Agent) declaredPlugins() map[string][]declaredTask {
+	a.mu.Lock()
+	entries := make([]*allocEntry, 0, len(a.allocs))
+	for _, e := range a.allocs {
+		entries = append(entries, e)
+	}
+	a.mu.Unlock()
+	out := map[string][]declaredTask{}
+	for _, e := range entries {
+		if isDone(e) {
+			continue
+		}
+		al := e.runner.State().Alloc
+		if al.DesiredStatus != state.AllocDesiredStatusRun {
+			continue
+		}
+		g := groupOf(al.Job, al.TaskGroup)
+		if g == nil {
+			continue
+		}
+		for _, t := range g.Tasks {
+			if p := t.CSIPluginConfig; p != nil {
+				out[p.ID] = append(out[p.ID], declaredTask{alloc: e, task: t.Name, typ: p.Type})
+			}
+		}
+	}
+	return out
+}
+
+func (d declaredTask) controller() bool {
+	return d.typ == jobspec.CSIPluginTypeController || d.typ == jobspec.CSIPluginTypeMonolith
+}
+
+func (d declaredTask) node() bool {
+	return d.typ == jobspec.CSIPluginTypeNode || d.typ == jobspec.CSIPluginTypeMonolith
+}
+
+// unregisteredStub lists a declared plugin the manager does not know.
+func unregisteredStub(id string, tasks []declaredTask) *api.CSIPluginListStub {
+	s := &api.CSIPluginListStub{ID: id}
+	for _, d := range tasks {
+		if d.controller() {
+			s.ControllersExpected++
+		}
+		if d.node() {
+			s.NodesExpected++
+		}
+	}
+	return s
+}
+
+// unregisteredPlugin describes a declared plugin that no allocation has
+// registered: every declaring allocation unhealthy, with why.
+func unregisteredPlugin(id string, tasks []declaredTask) *api.CSIPlugin {
+	stub := unregisteredStub(id, tasks)
+	out := &api.CSIPlugin{ID: id, Controllers: map[string]*api.CSIInfo{}, Nodes: map[string]*api.CSIInfo{},
+		ControllersExpected: stub.ControllersExpected, NodesExpected: stub.NodesExpected}
+	seen := map[string]bool{}
+	for _, d := range tasks {
+		snap := d.alloc.runner.State()
+		info := &api.CSIInfo{PluginID: id, AllocID: snap.Alloc.ID, HealthDescription: whyNotHealthy(snap, d.task)}
+		if d.controller() {
+			out.Controllers[snap.Alloc.ID] = info
+		}
+		if d.node() {
+			out.Nodes[snap.Alloc.ID] = info
+		}
+		if !seen[snap.Alloc.ID] {
+			seen[snap.Alloc.ID] = true
+			out.Allocations = append(out.Allocations, allocation(d.alloc.runner).Stub())
+		}
+	}
+	sort.Slice(out.Allocations, func(i, j int) bool { return out.Allocations[i].CreateTime > out.Allocations[j].CreateTime })
+	return out
+}
+
+// whyNotHealthy says, from a plugin task's latest events, why its plugin
+// is not registered: starting, its last probe error, or a restart pending
+// (with the attempt the restart policy is at).
+func whyNotHealthy(snap *taskrunner.AllocSnapshot, task string) string {
+	for _, t := range snap.Tasks {
+		if t.Name != task {
+			continue
+		}
+		if t.State.State == state.TaskStateDead {
+			return "task is dead"
+		}
+		for i := len(t.Events) - 1; i >= 0; i-- {
+			ev := t.Events[i]
+			switch ev.Type {
+			case csiplugin.EventPluginNotHealthy, csiplugin.EventPluginUnhealthy:
+				return "probe: " + oneLine(ev.Message)
+			case taskrunner.EventRestarting:
+				return fmt.Sprintf("restart pending (%d restarts so far): %s", t.State.Restarts, oneLine(ev.Message))
+			case taskrunner.EventStarted, taskrunner.EventReattached:
+				return "starting: waiting for the plugin to answer Probe"
+			}
+		}
+		return "task " + t.State.State
+	}
+	return "task not found"
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
