@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -112,5 +114,30 @@ func TestUpdateKeepsPluginAvailable(t *testing.T) {
 	resp, err := a.client.RegisterJobSource(context.Background(), "upd.hcl", []byte(spec("c", map[string]string{"MOCKCSI_PROBE_FAIL": "1"})))
 	if err != nil || len(resp.AllocIDs) != 1 {
 		t.Fatalf("re-submitting the failed version: %v %+v", err, resp)
+	}
+}
+
+// TestJobRunFollowsPlugins: `job run` of a CSI plugin job follows it until
+// the plugin is healthy (exit 0), and exits 2 with the reason when it never
+// becomes healthy, like `nomad job run` monitoring a deployment. It used
+// to report success as soon as the task ran.
+func TestJobRunFollowsPlugins(t *testing.T) {
+	e := newEnv(t, csiConfig)
+	e.start()
+	group := restartPolicy + "\n    update {\n      healthy_deadline = \"3s\"\n      min_healthy_time = \"0s\"\n    }\n"
+	write := func(name string, env map[string]string) string {
+		tk := csiTask(t, "go_plugin", "plugin", e.markerFor(name), name, "30s")
+		tk.env = env
+		path := filepath.Join(e.root, name+".hcl")
+		writeFile(t, path, jobHCL(name, group, tk))
+		return path
+	}
+	r := e.cli("job", "run", write("good", nil))
+	if r.code != 0 || !strings.Contains(r.stdout, "is healthy") {
+		t.Fatalf("job run of a healthy plugin: %+v", r)
+	}
+	r = e.cli("job", "run", write("bad", map[string]string{"MOCKCSI_PROBE_FAIL": "1"}))
+	if r.code != 2 || !strings.Contains(r.stderr, "healthy_deadline") {
+		t.Fatalf("job run of a plugin that never becomes healthy: %+v", r)
 	}
 }

@@ -90,6 +90,7 @@ func (a *Agent) submitLocked(job *jobspec.Job) (*api.JobRegisterResponse, error)
 	if err != nil {
 		return nil, fmt.Errorf("recording job %q: %w", job.ID, err)
 	}
+	resp.Version = res.Job.Version
 	for _, ar := range runners {
 		ar.Recorded()
 		a.track(&allocEntry{runner: ar, jobID: job.ID})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/state"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 	"github.com/pluginhost/pluginhost/internal/reconcile"
@@ -108,6 +109,12 @@ func (a *Agent) finishUpdate(js *state.JobState, status, why string) error {
 		return fmt.Errorf("recording the update of job %q: %w", js.Job.ID, err)
 	}
 	js.Job.Update = out
+	typ := "JobUpdateSucceeded"
+	if status == state.UpdateFailed {
+		typ = "JobUpdateFailed"
+	}
+	a.events.publish(&api.Event{Topic: api.TopicJob, Type: typ, Key: js.Job.ID,
+		Payload: api.EventPayload{JobID: js.Job.ID, Message: fmt.Sprintf("version %d: %s", js.Job.Version, why)}})
 	return nil
 }
 

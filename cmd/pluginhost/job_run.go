@@ -77,7 +77,7 @@ func (c *JobRunCommand) submitAndFollow(detach bool, doing string,
 	defer client.Close()
 	var stream *api.EventStream
 	if !detach {
-		stream, err = client.Events(c.Ctx, api.TopicAllocation, api.TopicTask)
+		stream, err = client.Events(c.Ctx, api.TopicAllocation, api.TopicTask, api.TopicJob)
 		if err != nil {
 			return c.fail("subscribing to events", err)
 		}
@@ -151,7 +151,65 @@ func (c *JobRunCommand) monitor(client *api.Client, stream *api.EventStream, res
 			c.Ui.Output(fmt.Sprintf("    %s: %s", formatUnixNano(ev.Time), line))
 		}
 	}
-	return c.summary(m)
+	if code := c.summary(m); code != 0 {
+		return code
+	}
+	return c.followPlugins(client, stream, resp)
+}
+
+// followPlugins waits, for a job with CSI plugin tasks, until the agent has
+// judged the new version's roll-out (every plugin registered and healthy,
+// or the update failed), like `nomad job run` monitoring a deployment:
+// running is not enough for a plugin, which may never answer its probes.
+// Exit code 2 when the update failed.
+func (c *JobRunCommand) followPlugins(client *api.Client, stream *api.EventStream, resp *api.JobRegisterResponse) int {
+	ctx := c.Ctx
+	job, err := client.Job(ctx, resp.JobID)
+	if err != nil {
+		return c.fail("reading the job", err)
+	}
+	plugins := false
+	for _, g := range job.TaskGroups {
+		for _, t := range g.Tasks {
+			plugins = plugins || t.CSIPluginID != ""
+		}
+	}
+	if !plugins {
+		return 0
+	}
+	c.Ui.Output(fmt.Sprintf("==> %s: Waiting for version %d's CSI plugins to become healthy", formatTime(c.now()), resp.Version))
+	for {
+		if u := job.Update; u != nil && u.Version == resp.Version {
+			if u.Status == "failed" {
+				c.Ui.Error(fmt.Sprintf("==> %s: Job %q version %d failed: %s", formatTime(c.now()), resp.JobID, u.Version, u.Description))
+				return 2
+			}
+			c.Ui.Output(fmt.Sprintf("==> %s: Job %q version %d is healthy", formatTime(c.now()), resp.JobID, u.Version))
+			return 0
+		}
+		if job.Version != resp.Version {
+			c.Ui.Output(fmt.Sprintf("==> Job %q has a newer version (%d) than the one submitted", resp.JobID, job.Version))
+			return 0
+		}
+		ev, err := stream.Next(ctx)
+		switch {
+		case errors.Is(err, context.Canceled) || (err != nil && ctx.Err() != nil):
+			c.Ui.Output(fmt.Sprintf("==> Stopped following job %q; it keeps running", resp.JobID))
+			return 0
+		case err != nil:
+			return c.fail("following job", err)
+		}
+		if ev.Topic == api.TopicTask && ev.Payload.TaskEvent != nil && strings.HasPrefix(ev.Payload.TaskEvent.Type, "Plugin ") {
+			c.Ui.Output(fmt.Sprintf("    %s: Task %q (alloc %q): %s: %s", formatUnixNano(ev.Time), ev.Payload.TaskName,
+				c.shortID(ev.Payload.AllocID), ev.Payload.TaskEvent.Type, ev.Payload.TaskEvent.DisplayMessage))
+		}
+		if ev.Topic != api.TopicJob || ev.Key != resp.JobID {
+			continue
+		}
+		if job, err = client.Job(ctx, resp.JobID); err != nil {
+			return c.fail("reading the job", err)
+		}
+	}
 }
 
 func (c *JobRunCommand) summary(m *jobMonitor) int {

@@ -122,6 +122,9 @@ type Task struct {
 // JobRegisterResponse answers POST /v1/jobs.
 type JobRegisterResponse struct {
 	JobID string
+	// Version is the job's version after the submission (the current one
+	// when the submission changed nothing).
+	Version uint64
 	// AllocIDs are the allocations the registration created, in group
 	// order; an unchanged re-submission creates none.
 	AllocIDs []string
