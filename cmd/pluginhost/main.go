@@ -3,9 +3,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -47,15 +49,22 @@ func run(ctx context.Context, args []string, ui cli.Ui, stdout, stderr io.Writer
 // runClock is run with a clock, for views that print relative times.
 func runClock(ctx context.Context, args []string, ui cli.Ui, stdout, stderr io.Writer, getenv func(string) string, now func() time.Time) int {
 	m := &Meta{Ctx: ctx, Ui: ui, Out: stdout, Getenv: getenv, Now: now}
+	cmds := commands(m)
+	if unknown := unknownCommand(cmds, args); unknown != "" {
+		// The help alone would leave the user to guess what went wrong.
+		ui.Error(fmt.Sprintf("unknown command %q", unknown))
+	}
 	c := &cli.CLI{
 		Name:           "pluginhost",
 		Version:        version,
 		Args:           args,
-		Commands:       commands(m),
+		Commands:       cmds,
 		HiddenCommands: []string{"logmon"},
 		HelpFunc:       cli.BasicHelpFunc("pluginhost"),
 		HelpWriter:     stdout,
 		ErrorWriter:    stderr,
+		// -autocomplete-install / -autocomplete-uninstall, as Nomad has.
+		Autocomplete: true,
 	}
 	code, err := c.Run()
 	if err != nil {
@@ -63,6 +72,40 @@ func runClock(ctx context.Context, args []string, ui cli.Ui, stdout, stderr io.W
 		return 1
 	}
 	return code
+}
+
+// unknownCommand returns the command words args name that no command
+// answers to ("" if they name one, or none): "foo", or "job foo" under a
+// command that has subcommands.
+func unknownCommand(cmds map[string]cli.CommandFactory, args []string) string {
+	var words []string
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			break
+		}
+		words = append(words, a)
+	}
+	if len(words) == 0 {
+		return ""
+	}
+	if _, ok := cmds[words[0]]; !ok {
+		return words[0]
+	}
+	for n := 2; n <= len(words); n++ {
+		prefix := strings.Join(words[:n-1], " ")
+		if _, ok := cmds[strings.Join(words[:n], " ")]; ok {
+			continue
+		}
+		// Only a command with subcommands can be followed by an unknown
+		// one; other commands take arguments.
+		for k := range cmds {
+			if strings.HasPrefix(k, prefix+" ") {
+				return strings.Join(words[:n], " ")
+			}
+		}
+		return ""
+	}
+	return ""
 }
 
 // commands is the command table; every command shares m.

@@ -45,3 +45,21 @@ func TestAddressPrecedence(t *testing.T) {
 		t.Errorf("non-loopback address: %+v", r)
 	}
 }
+
+func TestUnknownCommand(t *testing.T) {
+	cmds := commands(&Meta{})
+	for args, want := range map[string]string{
+		"foo":                        "foo",
+		"job foo":                    "job foo",
+		"job status web":             "",
+		"job":                        "",
+		"volume snapshot list -json": "",
+		"volume snapshot bogus":      "volume snapshot bogus",
+		"-version":                   "",
+		"alloc logs abc web":         "",
+	} {
+		if got := unknownCommand(cmds, strings.Fields(args)); got != want {
+			t.Errorf("unknownCommand(%q) = %q, want %q", args, got, want)
+		}
+	}
+}
