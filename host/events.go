@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -13,18 +14,34 @@ import (
 // that does not must not make the agent buffer without bound.
 const subscriberBuffer = 4096
 
+// historySize is how many past events the broker keeps for subscribers
+// that resume after an index (`events -index`, Nomad's ?index=).
+const historySize = 4096
+
 // broker fans events out to API subscribers without ever blocking the
-// publisher.
+// publisher, and keeps the last historySize events for resuming.
 type broker struct {
-	mu     sync.Mutex
-	index  uint64
-	subs   map[chan *api.Event]struct{}
-	closed bool
+	mu      sync.Mutex
+	index   uint64
+	subs    map[chan *api.Event]struct{}
+	history []*api.Event // ring, oldest at histAt once full
+	histAt  int
+	closed  bool
 }
 
 func newBroker() *broker {
 	return &broker{subs: make(map[chan *api.Event]struct{})}
 }
+
+// Agent event types about a subscription itself.
+const (
+	// EventSubscriberDropped is the last event of a stream whose reader
+	// fell subscriberBuffer events behind: it is told, then disconnected.
+	EventSubscriberDropped = "SubscriberDropped"
+	// EventEventsLost starts a resumed stream whose index is older than
+	// the history kept: the events in between are gone.
+	EventEventsLost = "EventsLost"
+)
 
 // publish stamps ev with the next index and hands it to every subscriber.
 func (b *broker) publish(ev *api.Event) {
@@ -38,31 +55,67 @@ func (b *broker) publish(ev *api.Event) {
 	if ev.Time == 0 {
 		ev.Time = time.Now().UnixNano()
 	}
+	if len(b.history) < historySize {
+		b.history = append(b.history, ev)
+	} else {
+		b.history[b.histAt] = ev
+		b.histAt = (b.histAt + 1) % historySize
+	}
 	for ch := range b.subs {
-		select {
-		case ch <- ev:
-		default:
-			// Too far behind: end its stream instead of waiting for it.
+		// The last slot is kept for the notice: a reader that falls this
+		// far behind is told so, then its stream ends, instead of
+		// making the agent buffer without bound or wait for it.
+		if len(ch) >= cap(ch)-1 {
+			ch <- &api.Event{Topic: api.TopicAgent, Type: EventSubscriberDropped, Index: ev.Index, Time: ev.Time,
+				Payload: api.EventPayload{Message: fmt.Sprintf(
+					"this stream fell %d events behind and is closed; resume with index %d", cap(ch)-1, ev.Index-1)}}
 			delete(b.subs, ch)
 			close(ch)
+			continue
 		}
+		ch <- ev
 	}
 }
 
-// subscribe returns a channel of every later event; it is closed when ctx
-// ends, when the broker closes, or when the subscriber falls too far behind.
-func (b *broker) subscribe(ctx context.Context) <-chan *api.Event {
-	ch := make(chan *api.Event, subscriberBuffer)
+// subscribe returns a channel of every later event, and with after > 0
+// first of the kept events after that index; it is closed when ctx ends,
+// when the broker closes, or when the subscriber falls too far behind.
+func (b *broker) subscribe(ctx context.Context, after uint64) <-chan *api.Event {
 	b.mu.Lock()
+	var replay []*api.Event
+	if after > 0 && after < b.index {
+		past := b.ordered()
+		if len(past) > 0 && past[0].Index > after+1 {
+			replay = append(replay, &api.Event{Topic: api.TopicAgent, Type: EventEventsLost, Index: after, Time: time.Now().UnixNano(),
+				Payload: api.EventPayload{Message: fmt.Sprintf("events %d to %d are no longer kept", after+1, past[0].Index-1)}})
+		}
+		for _, ev := range past {
+			if ev.Index > after {
+				replay = append(replay, ev)
+			}
+		}
+	}
+	// Room for the replay on top of the usual lag allowance.
+	ch := make(chan *api.Event, subscriberBuffer+len(replay))
 	if b.closed {
 		close(ch)
 		b.mu.Unlock()
 		return ch
 	}
+	for _, ev := range replay {
+		ch <- ev
+	}
 	b.subs[ch] = struct{}{}
 	b.mu.Unlock()
 	context.AfterFunc(ctx, func() { b.unsubscribe(ch) })
 	return ch
+}
+
+// ordered returns the kept events, oldest first; b.mu is held.
+func (b *broker) ordered() []*api.Event {
+	out := make([]*api.Event, 0, len(b.history))
+	out = append(out, b.history[b.histAt:]...)
+	return append(out, b.history[:b.histAt]...)
 }
 
 func (b *broker) unsubscribe(ch chan *api.Event) {

@@ -11,8 +11,8 @@ func TestBrokerOrderAndSlowSubscriber(t *testing.T) {
 	b := newBroker()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	fast := b.subscribe(ctx)
-	slow := b.subscribe(ctx) // never read until the end
+	fast := b.subscribe(ctx, 0)
+	slow := b.subscribe(ctx, 0) // never read until the end
 
 	done := make(chan struct{})
 	var got []uint64
@@ -38,31 +38,88 @@ func TestBrokerOrderAndSlowSubscriber(t *testing.T) {
 	}
 	// The stalled subscriber was dropped: its channel holds what fitted and
 	// is then closed.
+	// ... and told so in its last event, not dropped silently.
 	n := 0
-	for range slow {
+	var last *api.Event
+	for ev := range slow {
 		n++
+		last = ev
 	}
 	if n != subscriberBuffer {
 		t.Fatalf("stalled subscriber got %d events before its stream ended, want %d", n, subscriberBuffer)
+	}
+	if last.Type != EventSubscriberDropped || last.Payload.Message == "" {
+		t.Fatalf("the stalled subscriber's last event is %+v, want the drop notice", last)
+	}
+}
+
+// TestBrokerResume: a subscriber resumes after an index with the kept
+// events after it, and is told when some are no longer kept.
+func TestBrokerResume(t *testing.T) {
+	b := newBroker()
+	for range 10 {
+		b.publish(&api.Event{Topic: api.TopicTask})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := b.subscribe(ctx, 7)
+	b.publish(&api.Event{Topic: api.TopicTask})
+	for _, want := range []uint64{8, 9, 10, 11} {
+		if ev := <-ch; ev.Index != want {
+			t.Fatalf("resumed stream gave index %d, want %d", ev.Index, want)
+		}
+	}
+	for range historySize {
+		b.publish(&api.Event{Topic: api.TopicTask})
+	}
+	old := b.subscribe(ctx, 3)
+	first := <-old
+	if first.Type != EventEventsLost || first.Payload.Message == "" {
+		t.Fatalf("resuming past the history: first event %+v, want EventsLost", first)
+	}
+	if next := <-old; next.Index != b.index-historySize+1 {
+		t.Fatalf("after the notice, index %d, want the oldest kept %d", next.Index, b.index-historySize+1)
 	}
 }
 
 func TestBrokerUnsubscribeAndClose(t *testing.T) {
 	b := newBroker()
 	ctx, cancel := context.WithCancel(context.Background())
-	ch := b.subscribe(ctx)
+	ch := b.subscribe(ctx, 0)
 	cancel()
 	if _, ok := <-ch; ok {
 		t.Fatal("subscription still open after its context ended")
 	}
-	other := b.subscribe(context.Background())
+	other := b.subscribe(context.Background(), 0)
 	b.close()
 	if _, ok := <-other; ok {
 		t.Fatal("subscription still open after close")
 	}
 	b.publish(&api.Event{}) // after close: dropped, no panic
-	late := b.subscribe(context.Background())
+	late := b.subscribe(context.Background(), 0)
 	if _, ok := <-late; ok {
 		t.Fatal("subscribing to a closed broker gave an open channel")
+	}
+}
+
+// TestBrokerResumeWholeHistory: resuming from before the history replays
+// every kept event, the newest included.
+func TestBrokerResumeWholeHistory(t *testing.T) {
+	b := newBroker()
+	for range historySize + 5 {
+		b.publish(&api.Event{Topic: api.TopicTask})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := b.subscribe(ctx, 1)
+	if ev := <-ch; ev.Type != EventEventsLost {
+		t.Fatalf("first event %+v, want EventsLost", ev)
+	}
+	var last uint64
+	for range historySize {
+		last = (<-ch).Index
+	}
+	if last != b.index {
+		t.Fatalf("replay ended at %d, want the newest %d", last, b.index)
 	}
 }

@@ -101,8 +101,8 @@ func csiInfo(fp *csi.Fingerprint, controllerRequired bool) *api.CSIInfo {
 }
 
 // Events subscribes to the agent's live event stream.
-func (a *Agent) Events(ctx context.Context) (<-chan *api.Event, error) {
-	return a.events.subscribe(ctx), nil
+func (a *Agent) Events(ctx context.Context, after uint64) (<-chan *api.Event, error) {
+	return a.events.subscribe(ctx, after), nil
 }
 
 // Self describes the agent.

@@ -20,16 +20,22 @@ func (c *EventsCommand) Synopsis() string { return "Print the agent's live event
 
 func (c *EventsCommand) Help() string {
 	return helpText(`
-Usage: pluginhost events [-json] [-topic TOPIC]...
+Usage: pluginhost events [-json] [-index N] [-topic TOPIC]...
 
   Print events as they happen until interrupted: task events, allocation
-  updates, plugin registrations and plugin health changes.
+  updates, plugin registrations and health changes, job updates, volumes.
 
 Options:
 
   -topic=<topic>
-    Only this topic (Allocation, Task, Job, Plugin, Registry, Agent); may be
-    given more than once.
+    Only this topic (Allocation, Task, Job, Plugin, Registry, Agent,
+    Volume); may be given more than once.
+
+  -index=<N>
+    Start with the events after index N that the agent still keeps (the
+    last 4096), as Nomad's event stream does: a reader that was cut off
+    resumes where it left. A reader that falls 4096 events behind is told
+    so and disconnected (exit code 1), never dropped silently.
 ` + helpAgentOptions + "\n" + helpReadOptions)
 }
 
@@ -40,9 +46,13 @@ func (t *topicFlags) String() string     { return strings.Join(*t, ",") }
 func (t *topicFlags) Set(v string) error { *t = append(*t, v); return nil }
 
 func (c *EventsCommand) Run(args []string) int {
-	var topics topicFlags
+	var (
+		topics topicFlags
+		index  uint64
+	)
 	fs := c.flagSet("events", true, true)
 	fs.Var(&topics, "topic", "")
+	fs.Uint64Var(&index, "index", 0, "")
 	if !c.parse(fs, args) {
 		return 1
 	}
@@ -54,7 +64,7 @@ func (c *EventsCommand) Run(args []string) int {
 		return c.fail("connecting to the agent", err)
 	}
 	defer client.Close()
-	stream, err := client.Events(c.Ctx, topics...)
+	stream, err := client.EventsFrom(c.Ctx, index, topics...)
 	if err != nil {
 		return c.fail("subscribing to events", err)
 	}
@@ -70,15 +80,20 @@ func (c *EventsCommand) Run(args []string) int {
 		case err != nil:
 			return c.fail("reading events", err)
 		}
+		dropped := ev.Topic == api.TopicAgent && ev.Type == "SubscriberDropped"
 		if c.json {
 			b, err := json.Marshal(ev)
 			if err != nil {
 				return c.fail("encoding event", err)
 			}
 			c.Ui.Output(string(b))
-			continue
+		} else {
+			c.Ui.Output(c.describe(ev))
 		}
-		c.Ui.Output(c.describe(ev))
+		if dropped {
+			c.Ui.Error("The agent disconnected this stream: " + ev.Payload.Message)
+			return 1
+		}
 	}
 }
 

@@ -239,7 +239,7 @@ func (f *fakeAgent) Plugin(ctx context.Context, id string) (*api.CSIPlugin, erro
 	return nil, api.ErrNotFound
 }
 
-func (f *fakeAgent) Events(ctx context.Context) (<-chan *api.Event, error) {
+func (f *fakeAgent) Events(ctx context.Context, after uint64) (<-chan *api.Event, error) {
 	ch := make(chan *api.Event, 256)
 	f.mu.Lock()
 	f.subs = append(f.subs, ch)

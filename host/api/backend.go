@@ -58,7 +58,9 @@ type Backend interface {
 	// Events subscribes to the live event stream. The channel is closed
 	// when ctx is done (and may be closed earlier, e.g. on agent shutdown
 	// or when the subscriber fell too far behind).
-	Events(ctx context.Context) (<-chan *Event, error)
+	// With after > 0 the stream starts with the kept events after that
+	// index (Nomad's ?index=).
+	Events(ctx context.Context, after uint64) (<-chan *Event, error)
 	Self(ctx context.Context) (*AgentSelf, error)
 }
 

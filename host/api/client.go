@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/pluginhost/pluginhost/host/jobspec"
@@ -238,7 +239,16 @@ const maxEventBytes = 4 << 20
 // it returns, the subscription is live on the agent: every later event will
 // be delivered. The stream ends when ctx is done or Close is called.
 func (c *Client) Events(ctx context.Context, topics ...string) (*EventStream, error) {
+	return c.EventsFrom(ctx, 0, topics...)
+}
+
+// EventsFrom is Events starting with the kept events after index (0: only
+// later ones), to resume a stream that was cut off.
+func (c *Client) EventsFrom(ctx context.Context, index uint64, topics ...string) (*EventStream, error) {
 	q := url.Values{}
+	if index > 0 {
+		q.Set("index", strconv.FormatUint(index, 10))
+	}
 	for _, t := range topics {
 		q.Add("topic", t)
 	}

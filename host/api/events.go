@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -23,8 +24,17 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	var after uint64
+	if v := r.URL.Query().Get("index"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			writeError(w, r, s.log, fieldErrorf("index", "must be an event index (a whole number), got %q", v))
+			return
+		}
+		after = n
+	}
 	ctx := r.Context()
-	ch, err := s.cfg.Backend.Events(ctx)
+	ch, err := s.cfg.Backend.Events(ctx, after)
 	if err != nil {
 		writeError(w, r, s.log, fmt.Errorf("subscribe to events: %w", err))
 		return
@@ -48,7 +58,10 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return
 			}
-			if ev == nil || (len(want) > 0 && !slices.Contains(want, ev.Topic)) {
+			// Notices about the stream itself reach every stream,
+			// whatever topics it asked for.
+			notice := ev != nil && ev.Topic == TopicAgent && (ev.Type == "SubscriberDropped" || ev.Type == "EventsLost")
+			if ev == nil || (!notice && len(want) > 0 && !slices.Contains(want, ev.Topic)) {
 				continue
 			}
 			err = enc.Encode(ev)

@@ -195,7 +195,7 @@ func (f *fakeBackend) Plugin(ctx context.Context, id string) (*CSIPlugin, error)
 
 // Events hands out a buffered channel per subscriber; the goroutine that
 // closes it is owned by the subscription's context.
-func (f *fakeBackend) Events(ctx context.Context) (<-chan *Event, error) {
+func (f *fakeBackend) Events(ctx context.Context, after uint64) (<-chan *Event, error) {
 	f.mu.Lock()
 	id := f.next
 	f.next++

@@ -688,3 +688,29 @@ func TestEventStreamHeartbeat(t *testing.T) {
 		t.Errorf("stream head: %q", got.String())
 	}
 }
+
+// TestEventStreamNoticesAndIndex: a stream filtered to one topic still gets
+// the notices about itself (disconnected, events lost), and a bad index is
+// a 400 naming the parameter.
+func TestEventStreamNoticesAndIndex(t *testing.T) {
+	ts := startServer(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := ts.client.EventsFrom(ctx, 0, TopicPlugin); err != nil {
+		t.Fatal(err)
+	}
+	<-ts.be.subd
+	stream, err := ts.client.EventsFrom(ctx, 5, TopicPlugin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	<-ts.be.subd
+	ts.be.publish(&Event{Topic: TopicAgent, Type: "SubscriberDropped", Index: 9, Payload: EventPayload{Message: "behind"}})
+	if ev, err := stream.Next(ctx); err != nil || ev.Type != "SubscriberDropped" {
+		t.Fatalf("notice through a Plugin-only stream: %+v, %v", ev, err)
+	}
+	if code, e := ts.rawDo(t, http.MethodGet, "/v1/event/stream?index=x", ""); code != http.StatusBadRequest || e.Field != "index" {
+		t.Fatalf("bad index: %d %+v", code, e)
+	}
+}
