@@ -91,6 +91,7 @@ func (a *Agent) submitLocked(job *jobspec.Job) (*api.JobRegisterResponse, error)
 		return nil, fmt.Errorf("recording job %q: %w", job.ID, err)
 	}
 	resp.Version = res.Job.Version
+	resp.Warnings = JobWarnings(job)
 	for _, ar := range runners {
 		ar.Recorded()
 		a.track(&allocEntry{runner: ar, jobID: job.ID})
@@ -101,6 +102,19 @@ func (a *Agent) submitLocked(job *jobspec.Job) (*api.JobRegisterResponse, error)
 		a.logger.Info("job version recorded", "job_id", job.ID, "version", res.Job.Version, "allocs", len(runners))
 	}
 	return resp, nil
+}
+
+// JobWarnings are what the agent accepts but runs differently from Nomad,
+// said at submission rather than discovered later.
+func JobWarnings(job *jobspec.Job) []string {
+	var out []string
+	for _, g := range job.TaskGroups {
+		if u := g.Update; u != nil && u.MaxParallel > 0 && u.MaxParallel < g.Count {
+			out = append(out, fmt.Sprintf("group %q: update.max_parallel = %d is not followed: pluginhost starts all %d new allocations at once and stops the old ones when all are healthy",
+				g.Name, u.MaxParallel, g.Count))
+		}
+	}
+	return out
 }
 
 // StopJob records that no allocation of the job should run (and, with

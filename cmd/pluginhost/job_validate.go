@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/pluginhost/pluginhost/host"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
 
@@ -38,5 +39,8 @@ func (c *JobValidateCommand) Run(args []string) int {
 		return 1
 	}
 	c.Ui.Output(fmt.Sprintf("Job validation successful: job %q (%s), %d group(s)", job.ID, job.Type, len(job.TaskGroups)))
+	for _, w := range host.JobWarnings(job) {
+		c.Ui.Warn("Warning: " + w)
+	}
 	return 0
 }
