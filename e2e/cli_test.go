@@ -202,3 +202,31 @@ func mustJSON(t testing.TB, r cliResult, v any) {
 		t.Fatalf("output is not the expected JSON (%v):\n%s", err, r.stdout)
 	}
 }
+
+// TestShellCompletion: with completion installed, the shell asks the
+// binary (COMP_LINE) and gets subcommands, flags, and the IDs the agent
+// knows.
+func TestShellCompletion(t *testing.T) {
+	e := newEnv(t, "")
+	a := e.start()
+	a.runJob("compl", jobHCL("compl", restartPolicy, shTask("t", e.markerFor("t"), sleeper)))
+	complete := func(line string) string {
+		cmd := exec.Command(e.bin)
+		cmd.Env = append(os.Environ(), api.EnvAddr+"="+e.addr(), "COMP_LINE="+line)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("completing %q: %v", line, err)
+		}
+		return string(out)
+	}
+	for line, want := range map[string]string{
+		"pluginhost job st":      "status",
+		"pluginhost job status ": "compl",
+		"pluginhost job stop -":  "-purge",
+		"pluginhost volume sn":   "snapshot",
+	} {
+		if got := complete(line); !strings.Contains(got, want) {
+			t.Errorf("completing %q: %q, want %q among them", line, got, want)
+		}
+	}
+}
