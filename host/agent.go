@@ -203,6 +203,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		NodeName:      cfg.NodeName,
 		NodeID:        nodeID,
 		Datacenter:    cfg.Datacenter,
+		LogLevel:      cfg.LogLevel,
 		Logger:        logger,
 	}
 	csiHooks, err := csiplugin.NewHook(csiplugin.Config{

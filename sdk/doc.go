@@ -25,8 +25,12 @@
 //	PLUGIN_UNIX_SOCKET_DIR=<alloc socket dir>         directory the agent chose for this allocation; the
 //	                                                  plugin creates its socket, with a random name,
 //	                                                  inside it. The whole path must fit in 107 bytes.
-//	PLUGINHOST_LOG_LEVEL=trace|debug|info|warn|error  level of the plugin's logger (default info).
-//	PLUGINHOST_LOG_FILE=<path>                        file the plugin appends its JSON log lines to.
+//	PLUGINHOST_LOG_LEVEL=trace|debug|info|warn|error  level of the plugin's logger: the agent's log_level
+//	                                                  unless the job's env sets it (default info).
+//	PLUGINHOST_LOG_FILE=<alloc dir>/alloc/logs/<task>.plugin.log
+//	                                                  file the plugin appends its JSON log lines to; the
+//	                                                  agent follows it. Always the host's choice: a job's
+//	                                                  env cannot move it.
 //
 // In standalone mode only CSI_ENDPOINT=unix:///path/csi.sock (or --endpoint,
 // which wins) matters; "unix:/path" and a bare path are accepted too.
@@ -80,8 +84,9 @@
 //
 // Consequence for the host: go-plugin's GRPCStdio stream (ClientConfig
 // SyncStdout/SyncStderr) carries nothing from an sdk plugin. Its output is on
-// the process's real stdout and stderr, where go-plugin's client already
-// parses the JSON log lines from stderr.
+// the process's real stdout and stderr, which pluginhost hands to the task's
+// log shipper (alloc/logs/<task>.stdout.N and .stderr.N); the agent reads the
+// plugin's log lines from PLUGINHOST_LOG_FILE instead (see Logging).
 //
 // SIGTERM stops a plugin gracefully in both modes: GracefulStop, then Stop
 // after Config.StopTimeout. SIGINT does the same standalone, and in plugin
@@ -101,8 +106,21 @@
 // # Logging
 //
 // NewLogger returns an hclog.Logger writing JSON lines with @level, @message,
-// @module and @timestamp. go-plugin's host side parses those lines from the
-// plugin's stderr and re-logs them at their level under the plugin's name.
+// @module and @timestamp. pluginhost follows PLUGINHOST_LOG_FILE (every
+// quarter second, and once more when the task exits or stops) and logs each
+// line in the agent's log at its level, under the logger "plugin.<@module>"
+// with alloc_id, task and the line's other keys (@timestamp is dropped; keys
+// named alloc_id or task become plugin_alloc_id and plugin_task). Any line is
+// accepted: one that is not a JSON object is logged whole at info, a
+// @message that is not a string is logged as its JSON text, a @level that is
+// not a level means info and is kept as a key, control characters are
+// escaped, lines are cut at 64 KiB and only the first 64 other keys are kept.
+// The same lines also go to stderr, which the agent does not parse: they end
+// up in the task's stderr log files. After an agent restart a re-adopted
+// plugin's file is followed from its end at that moment: lines written while
+// no agent ran are in the file (and the stderr log) but not in the agent's
+// log, and no line is logged twice. The file is never rotated; it goes with
+// the allocation.
 //
 // # Invariants
 //

@@ -11,8 +11,9 @@ import (
 )
 
 // NewLogger returns the logger a plugin should use: JSON lines carrying
-// @level, @message, @module and @timestamp, which go-plugin's host side parses
-// so that pluginhost shows them under the plugin's name at their own level.
+// @level, @message, @module and @timestamp, which pluginhost reads from
+// $PLUGINHOST_LOG_FILE and shows in its own log under the plugin's name, at
+// their own level (see the package doc, Logging).
 //
 // The level comes from $PLUGINHOST_LOG_LEVEL (trace, debug, info, warn,
 // error; info when unset or unknown). Every line is appended to

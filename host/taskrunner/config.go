@@ -51,7 +51,10 @@ type Config struct {
 	// Rand draws the restart jitter in [0,n); nil means math/rand/v2.
 	Rand func(n int64) int64
 
-	Logger hclog.Logger
+	// LogLevel is the agent's log level (trace..error), passed to sdk
+	// plugins as PLUGINHOST_LOG_LEVEL; default info.
+	LogLevel string
+	Logger   hclog.Logger
 }
 
 // withDefaults returns a copy with defaults applied: one Config is shared by
@@ -83,6 +86,9 @@ func (c *Config) validate() error {
 	}
 	if c.StartTimeout == 0 {
 		c.StartTimeout = time.Minute
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = "info"
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()

@@ -9,7 +9,10 @@
 // <data_dir>/alloc/<alloc-id>/: alloc/, alloc/logs/, <task>/local,
 // <task>/secrets 0700), env (the environment from nothing: PATH=DefaultPath,
 // HOME, the NOMAD_* variables and NOMAD_META_*, then the job's env with
-// ${...} interpolated), socket_dir (the allocation's 0700 socket directory,
+// ${...} interpolated), plugin_log (go_plugin tasks only:
+// PLUGINHOST_LOG_LEVEL unless the job set it, PLUGINHOST_LOG_FILE always;
+// its Poststart follows that file into the agent's log until the task
+// exits or the runner ends, see package pluginlog), socket_dir (the allocation's 0700 socket directory,
 // cleared of sockets nobody listens on), logmon (a log shipper process,
 // package logmon, spawned but not waited for), then any Config.ExtraHooks
 // (the CSI supervisor, which adds CSI_ENDPOINT to the env in Prestart and

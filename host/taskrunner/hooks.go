@@ -43,6 +43,13 @@ type StopHook interface {
 	Stop(ctx context.Context, req *HookRequest) error
 }
 
+// hookCloser is a hook that holds something (a goroutine) which must end
+// with its task runner, whether the task was stopped or the agent is
+// shutting down; StopHook covers only the former.
+type hookCloser interface {
+	close()
+}
+
 // HookRequest is what a hook knows about its task. One request lives as long
 // as the task runner; Env is rebuilt before each launch.
 type HookRequest struct {

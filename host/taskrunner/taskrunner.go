@@ -141,6 +141,7 @@ func (tr *TaskRunner) killed() bool {
 
 func (tr *TaskRunner) run() {
 	defer close(tr.done)
+	defer tr.closeHooks()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -453,6 +454,14 @@ func (tr *TaskRunner) runExited(ctx context.Context, res *driver.ExitResult) {
 			if err := eh.Exited(ctx, tr.req, res); err != nil {
 				tr.logger.Warn("exited hook", "hook", h.Name(), "error", err)
 			}
+		}
+	}
+}
+
+func (tr *TaskRunner) closeHooks() {
+	for i := len(tr.hooks) - 1; i >= 0; i-- {
+		if c, ok := tr.hooks[i].(hookCloser); ok {
+			c.close()
 		}
 	}
 }
