@@ -89,6 +89,14 @@ func (a *Agent) collect(ctx context.Context) {
 		// jobMu: a reconcile pass must not see a slot's allocation vanish
 		// under it.
 		a.jobMu.Lock()
+		a.mu.Lock()
+		tracked := a.allocs[e.runner.ID()] == e
+		a.mu.Unlock()
+		if !tracked {
+			// A purge destroyed it while this collection waited.
+			a.jobMu.Unlock()
+			continue
+		}
 		dctx, cancel := context.WithTimeout(ctx, stopTimeout)
 		err := e.runner.Destroy(dctx)
 		cancel()

@@ -175,6 +175,9 @@ func (a *Agent) splitByVersion(js *state.JobState, entries []*allocEntry) (cur m
 			if al.DesiredStatus == state.AllocDesiredStatusRun {
 				old = append(old, e)
 			}
+		case al.DesiredStatus != state.AllocDesiredStatusRun:
+			// A stopped allocation holds no slot: only one that should
+			// run stands for its slot, whatever else the store holds.
 		case !want[k] || cur[k] != nil:
 			if al.DesiredStatus == state.AllocDesiredStatusRun {
 				a.logger.Warn("allocation outside its version's slots, stopping it", "alloc_id", al.ID, "job_id", al.JobID)

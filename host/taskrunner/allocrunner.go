@@ -28,6 +28,9 @@ type AllocRunner struct {
 	// together), so an older copy can never overwrite a newer one: a
 	// status update racing Stop must not store DesiredStatus=run again.
 	persistMu sync.Mutex
+	// destroyed: Destroy deleted the record; nothing is written again
+	// (under persistMu).
+	destroyed bool
 	mu        sync.Mutex
 	alloc     state.Alloc
 
@@ -298,6 +301,13 @@ func (ar *AllocRunner) Destroy(ctx context.Context) error {
 	if err := ar.Stop(ctx); err != nil {
 		return err
 	}
+	// From here on no write may bring the record back: a second Destroy
+	// or a late status update would otherwise re-create a headless
+	// allocation (PutAlloc creates what is missing), which a kill -9
+	// before the next delete would leave for the next agent to restore.
+	ar.persistMu.Lock()
+	ar.destroyed = true
+	ar.persistMu.Unlock()
 	var errs []error
 	if err := ar.cfg.Store.DeleteAlloc(ar.id); err != nil {
 		errs = append(errs, err)
@@ -396,6 +406,9 @@ func (ar *AllocRunner) clientStatus() string {
 func (ar *AllocRunner) persistAlloc(mutate func(a *state.Alloc) bool) error {
 	ar.persistMu.Lock()
 	defer ar.persistMu.Unlock()
+	if ar.destroyed {
+		return nil
+	}
 	ar.mu.Lock()
 	if !mutate(&ar.alloc) {
 		ar.mu.Unlock()

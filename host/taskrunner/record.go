@@ -114,6 +114,9 @@ func (ar *AllocRunner) write(statusMayChange bool, fn func(tx *state.Tx) error) 
 	// not be overtaken by an older copy (see persistAlloc).
 	ar.persistMu.Lock()
 	defer ar.persistMu.Unlock()
+	if ar.destroyed {
+		return nil // the record is gone for good (Destroy)
+	}
 	status := ar.clientStatus()
 	ar.mu.Lock()
 	changed := ar.alloc.ClientStatus != status

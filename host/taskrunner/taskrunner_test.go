@@ -1,6 +1,7 @@
 package taskrunner
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -412,5 +413,34 @@ func TestSiblingFailed(t *testing.T) {
 		if ts.State.State != state.TaskStateDead {
 			t.Fatalf("task %s is %s, want dead", ts.Name, ts.State.State)
 		}
+	}
+}
+
+// TestDestroyedStaysGone: a second Destroy, or a Stop after Destroy, must
+// not write the allocation's record again: PutAlloc creates what is
+// missing, and a kill -9 between that write and the next delete left a
+// headless allocation for the next agent to restore (the chaos test's
+// seed 11 found a stopped allocation of a purged job coming back and
+// taking a slot of the job's next incarnation).
+func TestDestroyedStaysGone(t *testing.T) {
+	a := newAgent(t, "")
+	ar := a.run(testJob(jobspec.JobTypeService, rawTask("web", "sleep", "60")))
+	a.ev.wait(t, "web", EventStarted, 1)
+	ctx := context.Background()
+	if err := ar.Destroy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ar.Destroy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ar.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	allocs, err := a.db.Allocs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(allocs) != 0 {
+		t.Fatalf("a destroyed allocation came back: %+v", allocs[0])
 	}
 }
