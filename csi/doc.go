@@ -48,8 +48,9 @@
 // is healthy or unhealthy with the reason in HealthDescription. Probe
 // without `ready` means ready; ready=false means "starting" (unhealthy, not
 // an error). Capability lists are rendered as sorted, deduplicated names;
-// values the spec's Go bindings do not know become "UNKNOWN(n)", entries
-// with nil fields are skipped, so odd real-world drivers fingerprint fine.
+// values the spec reserved after removing them (VOLUME_CONDITION) keep
+// their spec name, numbers nobody names become "UNKNOWN(n)", entries with
+// nil fields are skipped, so odd real-world drivers fingerprint fine.
 //
 // Each instance manager owns one goroutine. Stopping it cancels a
 // fingerprint in flight, waits for the goroutine, records a final

@@ -81,11 +81,23 @@ func (a *Agent) Plugin(ctx context.Context, id string) (*api.CSIPlugin, error) {
 	return out, nil
 }
 
+// csiInfo renders one allocation's fingerprint.
+//
+// RequiresTopologies follows Nomad's fingerprinter (buildBasicFingerprint):
+// it is whether the driver advertises the plugin capability
+// VOLUME_ACCESSIBILITY_CONSTRAINTS, taken from GetPluginCapabilities for
+// controllers and nodes alike. It is not whether NodeGetInfo reported a
+// topology: that left controllers always false and a driver that does
+// constrain accessibility, but reports no segments for this node, false
+// too. Each allocation answers from its own fingerprint, as in Nomad, so
+// both halves of one driver agree, and an allocation whose capabilities
+// are not known yet says false like its empty Capabilities.
 func csiInfo(fp *csi.Fingerprint, controllerRequired bool) *api.CSIInfo {
 	info := &api.CSIInfo{
 		PluginID: fp.PluginID, AllocID: fp.AllocID, Healthy: fp.Healthy,
 		HealthDescription: fp.HealthDescription, UpdateTime: fp.LastFingerprint,
 		RequiresControllerPlugin: controllerRequired, Capabilities: fp.PluginCapabilities,
+		RequiresTopologies: fp.HasPluginCapability(csi.CapVolumeAccessibility),
 	}
 	if fp.Type == dynamic.PluginTypeCSIController {
 		info.ControllerInfo = &api.CSIControllerInfo{Capabilities: fp.ControllerCapabilities}
@@ -93,7 +105,6 @@ func csiInfo(fp *csi.Fingerprint, controllerRequired bool) *api.CSIInfo {
 		ni := &api.CSINodeInfo{Capabilities: fp.NodeCapabilities}
 		if fp.NodeInfo != nil {
 			ni.ID, ni.MaxVolumes, ni.AccessibleTopology = fp.NodeInfo.NodeID, fp.NodeInfo.MaxVolumes, fp.NodeInfo.Topology
-			info.RequiresTopologies = len(fp.NodeInfo.Topology) > 0
 		}
 		info.NodeInfo = ni
 	}

@@ -26,10 +26,11 @@ func (c *PluginStatusCommand) Help() string {
 Usage: pluginhost plugin status [-json] [-verbose] [ID]
 
   Without ID, list the CSI plugins with their healthy/expected counts. With
-  ID, show the plugin: provider and version, capabilities, node info, every
-  allocation backing it (several during a rolling update or after a
-  restore) with the one in use marked active, when each was last
-  fingerprinted and why it is or is not healthy.
+  ID, show the plugin: provider and version, the plugin's capabilities and
+  those of its controller and node services, node info, every allocation
+  backing it (several during a rolling update or after a restore) with the
+  one in use marked active, when each was last fingerprinted and why it is
+  or is not healthy.
 ` + helpAgentOptions + "\n" + helpReadOptions)
 }
 
@@ -83,19 +84,39 @@ func (c *PluginStatusCommand) show(client *api.Client, id string) int {
 	}))
 
 	// Capabilities and node info come from the active instances: they are
-	// what the agent actually uses.
-	if info := active(p.Controllers, p.ActiveController); info != nil {
-		c.Ui.Output("\nController Capabilities")
-		c.Ui.Output(capabilityList(info.Capabilities, info.ControllerInfo))
-	}
-	if info := active(p.Nodes, p.ActiveNode); info != nil {
-		c.Ui.Output("\nNode Capabilities")
+	// what the agent actually uses. The plugin capabilities describe the
+	// driver, not one service, so they get a section of their own rather
+	// than being mixed into the service lists (where CONTROLLER_SERVICE
+	// among the node's RPCs read as a node capability); a monolith or a
+	// split plugin running one image answers the same for both halves,
+	// hence the merge.
+	ctrl, node := active(p.Controllers, p.ActiveController), active(p.Nodes, p.ActiveNode)
+	if ctrl != nil || node != nil {
 		var caps []string
-		if info.NodeInfo != nil {
-			caps = info.NodeInfo.Capabilities
+		for _, info := range []*api.CSIInfo{ctrl, node} {
+			if info != nil {
+				caps = append(caps, info.Capabilities...)
+			}
 		}
-		c.Ui.Output(capabilityList(append(slices.Clone(info.Capabilities), caps...), nil))
-		if ni := info.NodeInfo; ni != nil {
+		c.Ui.Output("\nPlugin Capabilities")
+		c.Ui.Output(capabilityList(caps))
+	}
+	if ctrl != nil {
+		var caps []string
+		if ctrl.ControllerInfo != nil {
+			caps = ctrl.ControllerInfo.Capabilities
+		}
+		c.Ui.Output("\nController Capabilities")
+		c.Ui.Output(capabilityList(caps))
+	}
+	if node != nil {
+		var caps []string
+		if node.NodeInfo != nil {
+			caps = node.NodeInfo.Capabilities
+		}
+		c.Ui.Output("\nNode Capabilities")
+		c.Ui.Output(capabilityList(caps))
+		if ni := node.NodeInfo; ni != nil {
 			c.Ui.Output("\nNode Info")
 			c.Ui.Output(formatKV([]string{
 				"Node ID|" + cell(ni.ID),
@@ -158,11 +179,10 @@ func active(infos map[string]*api.CSIInfo, activeID string) *api.CSIInfo {
 	return infos[activeID]
 }
 
-func capabilityList(plugin []string, ctrl *api.CSIControllerInfo) string {
-	caps := slices.Clone(plugin)
-	if ctrl != nil {
-		caps = append(caps, ctrl.Capabilities...)
-	}
+// capabilityList sorts and de-duplicates a copy, so merged lists from
+// several allocations read as one set.
+func capabilityList(list []string) string {
+	caps := slices.Clone(list)
 	slices.Sort(caps)
 	caps = slices.Compact(caps)
 	if len(caps) == 0 {

@@ -20,13 +20,18 @@ func addPlugin(fa *fakeAgent) {
 		ActiveController: newA, ActiveNode: newA,
 		Controllers: map[string]*api.CSIInfo{newA: {AllocID: newA, PluginID: "mockcsi", Healthy: true,
 			HealthDescription: "healthy", UpdateTime: t0.Add(59 * time.Minute),
-			Capabilities:   []string{"CONTROLLER_SERVICE"},
+			Capabilities: []string{"CONTROLLER_SERVICE", "VOLUME_ACCESSIBILITY_CONSTRAINTS"}, RequiresTopologies: true,
 			ControllerInfo: &api.CSIControllerInfo{Capabilities: []string{"CREATE_DELETE_VOLUME", "PUBLISH_UNPUBLISH_VOLUME"}}}},
 		Nodes: map[string]*api.CSIInfo{
 			newA: {AllocID: newA, PluginID: "mockcsi", Healthy: true, HealthDescription: "healthy",
-				UpdateTime: t0.Add(59 * time.Minute),
-				NodeInfo:   &api.CSINodeInfo{ID: "node1", MaxVolumes: 0, AccessibleTopology: map[string]string{"zone": "a"}, Capabilities: []string{"STAGE_UNSTAGE_VOLUME"}}},
-			oldA: {AllocID: oldA, PluginID: "mockcsi", Healthy: false, HealthDescription: "probe: connection refused"},
+				UpdateTime:   t0.Add(59 * time.Minute),
+				Capabilities: []string{"CONTROLLER_SERVICE", "VOLUME_ACCESSIBILITY_CONSTRAINTS", "VOLUME_EXPANSION_ONLINE"}, RequiresTopologies: true,
+				NodeInfo: &api.CSINodeInfo{ID: "node1", MaxVolumes: 0, AccessibleTopology: map[string]string{"zone": "a"},
+					Capabilities: []string{"STAGE_UNSTAGE_VOLUME", "VOLUME_CONDITION"}}},
+			// The old allocation's driver is not the one in use: its
+			// capabilities must not show.
+			oldA: {AllocID: oldA, PluginID: "mockcsi", Healthy: false, HealthDescription: "probe: connection refused",
+				Capabilities: []string{"GROUP_CONTROLLER_SERVICE"}},
 		},
 		Allocations: []*api.AllocListStub{{ID: newA, JobID: "demo", TaskGroup: "csi", DesiredStatus: "run", ClientStatus: "running",
 			CreateTime: t0.UnixNano(), ModifyTime: t0.UnixNano()}},
@@ -72,13 +77,19 @@ func TestPluginStatusDetail(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("plugin status mockcsi: %+v", r)
 	}
+	if strings.Contains(r.stdout, "GROUP_CONTROLLER_SERVICE") {
+		t.Errorf("inactive allocation's capabilities shown:\n%s", r.stdout)
+	}
 	for _, want := range []string{
 		"ID                   = mockcsi",
 		"Version              = 1.2.0",
 		"Nodes Expected       = 2",
 		"Active Node          = bbbbbbbb",
-		"Controller Capabilities\n  CONTROLLER_SERVICE\n  CREATE_DELETE_VOLUME\n  PUBLISH_UNPUBLISH_VOLUME\n",
-		"Node Capabilities\n  STAGE_UNSTAGE_VOLUME\n",
+		// Plugin capabilities once, merged from both halves; the service
+		// lists hold only their own RPCs.
+		"\nPlugin Capabilities\n  CONTROLLER_SERVICE\n  VOLUME_ACCESSIBILITY_CONSTRAINTS\n  VOLUME_EXPANSION_ONLINE\n" +
+			"\nController Capabilities\n  CREATE_DELETE_VOLUME\n  PUBLISH_UNPUBLISH_VOLUME\n" +
+			"\nNode Capabilities\n  STAGE_UNSTAGE_VOLUME\n  VOLUME_CONDITION\n\nNode Info\n",
 		"Max Volumes         = unlimited",
 		"Accessible Topology = zone=a",
 		"Alloc ID  Type        Active  Healthy  Last Fingerprint  Health Description\n" +
@@ -95,6 +106,9 @@ func TestPluginStatusDetail(t *testing.T) {
 	var p api.CSIPlugin
 	if err := json.Unmarshal([]byte(r.stdout), &p); err != nil || len(p.Nodes) != 2 || p.ActiveNode == "" {
 		t.Errorf("plugin status -json mockcsi: %v\n%s", err, r.stdout)
+	}
+	if n := p.Nodes[p.ActiveNode]; n == nil || !n.RequiresTopologies || !p.Controllers[p.ActiveController].RequiresTopologies {
+		t.Errorf("plugin status -json mockcsi: RequiresTopologies lost:\n%s", r.stdout)
 	}
 	if r := runCLI(t, ctx, addr, "plugin", "status", "nope"); r.code != 1 || strings.Count(r.stderr, `"nope"`) != 1 || !strings.Contains(r.stderr, "No CSI plugin") {
 		t.Errorf("unknown plugin: %+v", r)

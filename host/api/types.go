@@ -254,7 +254,10 @@ type CSIInfo struct {
 	HealthDescription        string
 	UpdateTime               time.Time
 	RequiresControllerPlugin bool
-	RequiresTopologies       bool
+	// RequiresTopologies is whether the driver advertises
+	// VOLUME_ACCESSIBILITY_CONSTRAINTS (its volumes may be reachable from
+	// some topology segments only), computed as Nomad does it.
+	RequiresTopologies bool
 	// Capabilities are the plugin's GetPluginCapabilities, by CSI enum name.
 	Capabilities   []string
 	ControllerInfo *CSIControllerInfo `json:",omitempty"`
