@@ -141,3 +141,34 @@ func TestJobRunFollowsPlugins(t *testing.T) {
 		t.Fatalf("job run of a plugin that never becomes healthy: %+v", r)
 	}
 }
+
+// TestUpdateAutoRevert: with auto_revert, a version whose allocation fails
+// is stopped and the last stable version is submitted again as the next
+// version, as Nomad does; `job history` marks which versions were stable.
+func TestUpdateAutoRevert(t *testing.T) {
+	e := newEnv(t, "")
+	a := e.start()
+	group := "    restart {\n      attempts = 0\n      interval = \"1m\"\n      delay = \"1s\"\n      mode = \"fail\"\n    }\n" +
+		// min_healthy_time: a task that dies at once must not count as
+		// healthy for the instant it runs.
+		"    update {\n      auto_revert = true\n      healthy_deadline = \"10s\"\n      min_healthy_time = \"1s\"\n    }\n"
+	good := jobHCL("rev", group, shTask("t", e.markerFor("good"), sleeper))
+	a.runJob("rev", good)
+	a.mustWait("version 0 stable", 30*time.Second, func(ctx context.Context) (bool, error) {
+		j, err := a.client.Job(ctx, "rev")
+		return err == nil && j.Update != nil && j.Update.Version == 0 && j.Update.Status == "successful", err
+	}, api.TopicJob, api.TopicAllocation)
+	a.runJob("rev", jobHCL("rev", group, shTask("t", e.markerFor("bad"), "exit 3")))
+	// Version 1 fails; version 2 is version 0 again and rolls out.
+	a.mustWait("reverted to a stable version", 60*time.Second, func(ctx context.Context) (bool, error) {
+		j, err := a.client.Job(ctx, "rev")
+		return err == nil && j.Version == 2 && j.Update != nil && j.Update.Version == 2 && j.Update.Status == "successful", err
+	}, api.TopicJob, api.TopicAllocation)
+	if n := len(topMarked(e.markerFor("good"))); n != 1 {
+		t.Fatalf("%d processes of the stable version run after the revert, want 1", n)
+	}
+	vs, err := a.client.JobVersions(context.Background(), "rev")
+	if err != nil || len(vs) != 3 || !vs[0].Stable || vs[1].Stable || !vs[2].Stable {
+		t.Fatalf("history after the revert: %v %+v", err, vs)
+	}
+}

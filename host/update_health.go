@@ -13,11 +13,12 @@ import (
 // defaultUpdate is how a group without an update block rolls out: the old
 // allocations stop only once the new ones are healthy (for a CSI plugin
 // task, registered and probed healthy), as with Nomad's update block, but
-// with min_healthy_time 0 so that a plain job updates as soon as its new
-// tasks run. A new version that fails or is not healthy within 5 minutes
-// is stopped and the old one keeps running.
+// with min_healthy_time 1s rather than 10s so that a plain job updates
+// about as soon as its new tasks run, while a task that dies at once is not
+// mistaken for a healthy one. A new version that fails or is not healthy
+// within 5 minutes is stopped and the old one keeps running.
 var defaultUpdate = jobspec.UpdateStrategy{
-	HealthCheck: jobspec.HealthCheckTaskStates, HealthyDeadline: 5 * time.Minute,
+	HealthCheck: jobspec.HealthCheckTaskStates, MinHealthyTime: time.Second, HealthyDeadline: 5 * time.Minute,
 }
 
 func updateOf(g *jobspec.TaskGroup) *jobspec.UpdateStrategy {
