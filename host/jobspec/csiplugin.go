@@ -26,26 +26,26 @@ var csiPluginSchema = &hcl.BodySchema{
 
 // decodeCSIPlugin decodes the csi_plugin block whose config is the field f.
 func decodeCSIPlugin(d *decoder, b *hcl.Block, f string) *TaskCSIPluginConfig {
-	d.at(f, b.DefRange)
+	d.At(f, b.DefRange)
 	c := d.Content(b.Body, csiPluginSchema)
 	p := &TaskCSIPluginConfig{MountDir: DefaultCSIMountDir, HealthTimeout: DefaultCSIHealthTimeout}
 
-	if attr := c.Attributes["id"]; d.required(f+".ID", attr, b, "Missing plugin id",
+	if attr := c.Attributes["id"]; d.Required(f+".ID", attr, b.DefRange, "Missing plugin id",
 		"csi_plugin needs `id`, the name volumes refer to the plugin by.") {
-		p.ID, _ = d.str(f+".ID", attr, nil)
+		p.ID, _ = d.FieldString(f+".ID", attr, nil)
 	}
-	if attr := c.Attributes["type"]; d.required(f+".Type", attr, b, "Missing plugin type",
+	if attr := c.Attributes["type"]; d.Required(f+".Type", attr, b.DefRange, "Missing plugin type",
 		"csi_plugin needs `type`: \"monolith\", \"node\" or \"controller\".") {
-		p.Type, _ = d.str(f+".Type", attr, nil)
+		p.Type, _ = d.FieldString(f+".Type", attr, nil)
 	}
-	if s, ok := d.str(f+".MountDir", c.Attributes["mount_dir"], nil); ok {
+	if s, ok := d.FieldString(f+".MountDir", c.Attributes["mount_dir"], nil); ok {
 		p.MountDir = s
 	}
 	p.StagePublishBaseDir = p.MountDir
-	if s, ok := d.str(f+".StagePublishBaseDir", c.Attributes["stage_publish_base_dir"], nil); ok {
+	if s, ok := d.FieldString(f+".StagePublishBaseDir", c.Attributes["stage_publish_base_dir"], nil); ok {
 		p.StagePublishBaseDir = s
 	}
-	if v, ok := d.duration(f+".HealthTimeout", c.Attributes["health_timeout"]); ok {
+	if v, ok := d.FieldDuration(f+".HealthTimeout", c.Attributes["health_timeout"]); ok {
 		p.HealthTimeout = v
 	}
 	return p

@@ -25,15 +25,15 @@ func fieldKey(field, key string) string { return fmt.Sprintf("%s[%q]", field, ke
 
 func decodeGroup(d *decoder, job *Job, jobUpdate *UpdateStrategy, block *hcl.Block, f string) *TaskGroup {
 	g := &TaskGroup{Name: block.Labels[0], Count: 1, Volumes: map[string]*VolumeRequest{}}
-	d.at(f, block.DefRange)
-	d.at(f+".Name", labelRange(block))
+	d.At(f, block.DefRange)
+	d.At(f+".Name", labelRange(block))
 	before := d.Count()
 	c := d.Content(block.Body, groupSchema)
 	if d.Count() > before {
-		d.failed(f + ".Tasks")
+		d.Fail(f + ".Tasks")
 	}
 
-	if n, ok := d.whole(f+".Count", c.Attributes["count"], 0, maxCount); ok {
+	if n, ok := d.FieldWhole(f+".Count", c.Attributes["count"], 0, maxCount); ok {
 		g.Count = n
 	}
 

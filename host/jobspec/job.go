@@ -20,20 +20,20 @@ func decodeJob(d *decoder, block *hcl.Block) *Job {
 		Type:        JobTypeService,
 		Datacenters: []string{"*"},
 	}
-	d.at("", block.DefRange)
-	d.at("ID", labelRange(block))
+	d.At("", block.DefRange)
+	d.At("ID", labelRange(block))
 	before := d.Count()
 	c := d.Content(block.Body, jobSchema)
 	if d.Count() > before {
 		// A misspelt group block is reported as such; "no group" on top
 		// of it would be a follow-on error.
-		d.failed("TaskGroups")
+		d.Fail("TaskGroups")
 	}
 
-	if s, ok := d.str("Type", c.Attributes["type"], nil); ok {
+	if s, ok := d.FieldString("Type", c.Attributes["type"], nil); ok {
 		job.Type = s
 	}
-	if dcs, ok := d.strList("Datacenters", c.Attributes["datacenters"], nil); ok {
+	if dcs, ok := d.FieldStringList("Datacenters", c.Attributes["datacenters"], nil); ok {
 		job.Datacenters = dcs
 	}
 
@@ -59,7 +59,7 @@ func decodeJob(d *decoder, block *hcl.Block) *Job {
 		if jobUpdate != nil {
 			// A problem with a value the group took from the job's block
 			// is shown where it is written.
-			d.inherit(f+".Update", "Update")
+			d.Inherit(f+".Update", "Update")
 		}
 		job.TaskGroups = append(job.TaskGroups, g)
 	}

@@ -59,19 +59,7 @@ func ParseFile(path string) (*Job, error) {
 func Parse(src []byte, filename string) (*Job, error) {
 	job, d, files := decode(src, filename)
 	if job != nil {
-		for _, p := range validate(job) {
-			// A field the decoder already complained about holds a
-			// placeholder, not what the user wrote.
-			if d.reported[p.Field] {
-				continue
-			}
-			rng, ok := d.rangeOf(p.Field, p.atKey)
-			if !ok {
-				// Unreachable: the job itself is always placed.
-				rng = hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos}
-			}
-			d.Errorf(rng, p.Summary, "%s", p.Detail)
-		}
+		d.Place(validate(job), filename)
 	}
 	if err := hclstrict.NewError(d.Diags(), files); err != nil {
 		return nil, err

@@ -39,24 +39,24 @@ func decodeRestart(d *decoder, b *hcl.Block, f string) *restartBlock {
 	if b == nil {
 		return nil
 	}
-	d.at(f, b.DefRange)
+	d.At(f, b.DefRange)
 	rb := &restartBlock{}
 	c := d.Content(b.Body, restartSchema)
-	if v, ok := d.whole(f+".Attempts", c.Attributes["attempts"], 0, maxRestartAttempts); ok {
+	if v, ok := d.FieldWhole(f+".Attempts", c.Attributes["attempts"], 0, maxRestartAttempts); ok {
 		rb.attempts = &v
 	}
-	if v, ok := d.duration(f+".Interval", c.Attributes["interval"]); ok {
+	if v, ok := d.FieldDuration(f+".Interval", c.Attributes["interval"]); ok {
 		rb.interval = &v
 	}
-	if v, ok := d.duration(f+".Delay", c.Attributes["delay"]); ok {
+	if v, ok := d.FieldDuration(f+".Delay", c.Attributes["delay"]); ok {
 		rb.delay = &v
 	}
 	// Nomad's consistency rules (Validate's "Invalid restart policy") are
 	// about the policy as a whole, including what it inherits, so a job
 	// file reports them at the block, not at the interval.
-	d.unplace(f + ".Interval")
-	d.unplace(f + ".Delay")
-	if v, ok := d.str(f+".Mode", c.Attributes["mode"], nil); ok {
+	d.Unplace(f + ".Interval")
+	d.Unplace(f + ".Delay")
+	if v, ok := d.FieldString(f+".Mode", c.Attributes["mode"], nil); ok {
 		rb.mode = &v
 	}
 	return rb

@@ -53,18 +53,18 @@ func decodeTask(d *decoder, g *TaskGroup, block *hcl.Block, f string) *Task {
 		Logs:        &LogConfig{MaxFiles: DefaultLogMaxFiles, MaxFileSizeMB: DefaultLogMaxFileMB},
 		Resources:   &Resources{CPU: DefaultCPU, MemoryMB: DefaultMemoryMB},
 	}
-	d.at(f, block.DefRange)
-	d.at(f+".Name", labelRange(block))
+	d.At(f, block.DefRange)
+	d.At(f+".Name", labelRange(block))
 	c := d.Content(block.Body, taskSchema)
 
-	if attr := c.Attributes["driver"]; d.required(f+".Driver", attr, block, "Missing driver",
+	if attr := c.Attributes["driver"]; d.Required(f+".Driver", attr, block.DefRange, "Missing driver",
 		"Task %q needs `driver = \"raw_exec\"` or `driver = \"go_plugin\"`.", t.Name) {
-		t.Driver, _ = d.str(f+".Driver", attr, nil)
+		t.Driver, _ = d.FieldString(f+".Driver", attr, nil)
 	}
-	if v, ok := d.duration(f+".KillTimeout", c.Attributes["kill_timeout"]); ok {
+	if v, ok := d.FieldDuration(f+".KillTimeout", c.Attributes["kill_timeout"]); ok {
 		t.KillTimeout = v
 	}
-	if s, ok := d.str(f+".KillSignal", c.Attributes["kill_signal"], nil); ok {
+	if s, ok := d.FieldString(f+".KillSignal", c.Attributes["kill_signal"], nil); ok {
 		t.KillSignal = s
 	}
 
@@ -81,12 +81,12 @@ func decodeTask(d *decoder, g *TaskGroup, block *hcl.Block, f string) *Task {
 	t.Meta = d.StringMap(d.AtMostOne(blocks["meta"]), nil)
 
 	if rb := d.AtMostOne(blocks["resources"]); rb != nil {
-		d.at(f+".Resources", rb.DefRange)
+		d.At(f+".Resources", rb.DefRange)
 		rc := d.Content(rb.Body, resourcesSchema)
-		if v, ok := d.whole(f+".Resources.CPU", rc.Attributes["cpu"], minCPU, maxCPU); ok {
+		if v, ok := d.FieldWhole(f+".Resources.CPU", rc.Attributes["cpu"], minCPU, maxCPU); ok {
 			t.Resources.CPU = v
 		}
-		if v, ok := d.whole(f+".Resources.MemoryMB", rc.Attributes["memory"], minMemoryMB, maxMemoryMB); ok {
+		if v, ok := d.FieldWhole(f+".Resources.MemoryMB", rc.Attributes["memory"], minMemoryMB, maxMemoryMB); ok {
 			t.Resources.MemoryMB = v
 		}
 	}
@@ -95,15 +95,15 @@ func decodeTask(d *decoder, g *TaskGroup, block *hcl.Block, f string) *Task {
 	t.Restart = trb.over(*g.Restart)
 
 	if lb := d.AtMostOne(blocks["logs"]); lb != nil {
-		d.at(f+".Logs", lb.DefRange)
+		d.At(f+".Logs", lb.DefRange)
 		lc := d.Content(lb.Body, logsSchema)
-		if v, ok := d.whole(f+".Logs.MaxFiles", lc.Attributes["max_files"], minLogFiles, maxLogFiles); ok {
+		if v, ok := d.FieldWhole(f+".Logs.MaxFiles", lc.Attributes["max_files"], minLogFiles, maxLogFiles); ok {
 			t.Logs.MaxFiles = v
 		}
-		if v, ok := d.whole(f+".Logs.MaxFileSizeMB", lc.Attributes["max_file_size"], minLogFileMB, maxLogFileMB); ok {
+		if v, ok := d.FieldWhole(f+".Logs.MaxFileSizeMB", lc.Attributes["max_file_size"], minLogFileMB, maxLogFileMB); ok {
 			t.Logs.MaxFileSizeMB = v
 		}
-		if v, ok := d.boolean(f+".Logs.Disabled", lc.Attributes["disabled"]); ok {
+		if v, ok := d.FieldBool(f+".Logs.Disabled", lc.Attributes["disabled"]); ok {
 			t.Logs.Disabled = v
 		}
 	}
@@ -119,16 +119,16 @@ func decodeTask(d *decoder, g *TaskGroup, block *hcl.Block, f string) *Task {
 }
 
 func decodeTaskConfig(d *decoder, b *hcl.Block, f string) *TaskConfig {
-	d.at(f, b.DefRange)
+	d.At(f, b.DefRange)
 	c := d.Content(b.Body, configSchema)
 	tc := &TaskConfig{}
-	if attr := c.Attributes["command"]; d.required(f+".Command", attr, b, "Missing command",
+	if attr := c.Attributes["command"]; d.Required(f+".Command", attr, b.DefRange, "Missing command",
 		"The config block needs `command`, the program to run.") {
-		tc.Command, _ = d.str(f+".Command", attr, runtimeScope)
+		tc.Command, _ = d.FieldString(f+".Command", attr, runtimeScope)
 	}
-	tc.Args, _ = d.strList(f+".Args", c.Attributes["args"], runtimeScope)
-	tc.WorkDir, _ = d.str(f+".WorkDir", c.Attributes["work_dir"], runtimeScope)
-	if s, ok := d.str(f+".Checksum", c.Attributes["checksum"], nil); ok {
+	tc.Args, _ = d.FieldStringList(f+".Args", c.Attributes["args"], runtimeScope)
+	tc.WorkDir, _ = d.FieldString(f+".WorkDir", c.Attributes["work_dir"], runtimeScope)
+	if s, ok := d.FieldString(f+".Checksum", c.Attributes["checksum"], nil); ok {
 		// Stored lowercased so that comparing with a computed digest is
 		// plain string equality; Validate refuses what does not normalize.
 		tc.Checksum, _ = normalizeChecksum(s)
@@ -150,17 +150,17 @@ func normalizeChecksum(s string) (string, bool) {
 }
 
 func decodeVolumeMount(d *decoder, b *hcl.Block, f string) *VolumeMount {
-	d.at(f, b.DefRange)
+	d.At(f, b.DefRange)
 	c := d.Content(b.Body, volumeMountSchema)
 	vm := &VolumeMount{}
-	if attr := c.Attributes["volume"]; d.required(f+".Volume", attr, b, "Missing volume",
+	if attr := c.Attributes["volume"]; d.Required(f+".Volume", attr, b.DefRange, "Missing volume",
 		"volume_mount needs `volume`, the alias of a group `volume` block.") {
-		vm.Volume, _ = d.str(f+".Volume", attr, nil)
+		vm.Volume, _ = d.FieldString(f+".Volume", attr, nil)
 	}
-	if attr := c.Attributes["destination"]; d.required(f+".Destination", attr, b, "Missing destination",
+	if attr := c.Attributes["destination"]; d.Required(f+".Destination", attr, b.DefRange, "Missing destination",
 		"volume_mount needs `destination`, where the volume appears in the task.") {
-		vm.Destination, _ = d.str(f+".Destination", attr, nil)
+		vm.Destination, _ = d.FieldString(f+".Destination", attr, nil)
 	}
-	vm.ReadOnly, _ = d.boolean(f+".ReadOnly", c.Attributes["read_only"])
+	vm.ReadOnly, _ = d.FieldBool(f+".ReadOnly", c.Attributes["read_only"])
 	return vm
 }

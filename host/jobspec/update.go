@@ -58,16 +58,16 @@ func decodeUpdate(d *decoder, b *hcl.Block, f string) *updateBlock {
 	if b == nil {
 		return nil
 	}
-	d.at(f, b.DefRange)
+	d.At(f, b.DefRange)
 	c := d.Content(b.Body, updateSchema)
 	ub := &updateBlock{}
-	if v, ok := d.whole(f+".MaxParallel", c.Attributes["max_parallel"], 0, maxCount); ok {
+	if v, ok := d.FieldWhole(f+".MaxParallel", c.Attributes["max_parallel"], 0, maxCount); ok {
 		ub.maxParallel = &v
 	}
-	if v, ok := d.whole(f+".Canary", c.Attributes["canary"], 0, maxCount); ok {
+	if v, ok := d.FieldWhole(f+".Canary", c.Attributes["canary"], 0, maxCount); ok {
 		ub.canary = &v
 	}
-	if v, ok := d.str(f+".HealthCheck", c.Attributes["health_check"], nil); ok {
+	if v, ok := d.FieldString(f+".HealthCheck", c.Attributes["health_check"], nil); ok {
 		ub.healthCheck = &v
 	}
 	for _, x := range []struct {
@@ -79,14 +79,14 @@ func decodeUpdate(d *decoder, b *hcl.Block, f string) *updateBlock {
 		{"progress_deadline", "ProgressDeadline", &ub.progressDeadline},
 		{"stagger", "Stagger", &ub.stagger},
 	} {
-		if v, ok := d.duration(f+"."+x.field, c.Attributes[x.key]); ok {
+		if v, ok := d.FieldDuration(f+"."+x.field, c.Attributes[x.key]); ok {
 			*x.dst = &v
 		}
 	}
-	if v, ok := d.boolean(f+".AutoRevert", c.Attributes["auto_revert"]); ok {
+	if v, ok := d.FieldBool(f+".AutoRevert", c.Attributes["auto_revert"]); ok {
 		ub.autoRevert = &v
 	}
-	if v, ok := d.boolean(f+".AutoPromote", c.Attributes["auto_promote"]); ok && v {
+	if v, ok := d.FieldBool(f+".AutoPromote", c.Attributes["auto_promote"]); ok && v {
 		// auto_promote only means something with canaries, which are
 		// refused; false is harmless and accepted.
 		d.Errorf(c.Attributes["auto_promote"].Expr.Range(), "Unsupported update setting",

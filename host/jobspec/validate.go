@@ -6,40 +6,23 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
 )
 
-// Problem is one rule a job breaks.
-type Problem struct {
-	// Field is the path of the offending field in Go field names of Job,
-	// such as "TaskGroups[0].Tasks[1].Name" or
-	// `TaskGroups[0].Volumes["data"].Source`; "" is the job itself.
-	Field string
-	// Summary and Detail are the texts the job file parser reports for the
-	// same mistake, so a job is refused in the same words however it came.
-	Summary string
-	Detail  string
+// Problem is one rule a job breaks. Field is in Go field names of Job, such
+// as "TaskGroups[0].Tasks[1].Name" or `TaskGroups[0].Volumes["data"].Source`;
+// "" is the job itself.
+type Problem = hclstrict.Problem
 
-	// atKey marks a problem with a key being present at all (rather than
-	// with its value), which a job file reports at the key's name.
-	atKey bool
-}
-
-// ValidationError lists every problem of a job, in field order.
+// ValidationError lists every problem of a job, in field order. It is a type
+// of its own, not hclstrict's, so callers can tell a refused job from a
+// refused volume with errors.As.
 type ValidationError struct {
 	Problems []Problem
 }
 
-func (e *ValidationError) Error() string {
-	parts := make([]string, 0, len(e.Problems))
-	for _, p := range e.Problems {
-		field := p.Field
-		if field == "" {
-			field = "job"
-		}
-		parts = append(parts, fmt.Sprintf("%s: %s: %s", field, p.Summary, p.Detail))
-	}
-	return strings.Join(parts, "\n")
-}
+func (e *ValidationError) Error() string { return hclstrict.ProblemsText(e.Problems, "job") }
 
 // Validate checks every semantic rule of a job: the ones a job file is held
 // to once its HCL has been decoded. It is the only home of these rules, so a
@@ -54,35 +37,22 @@ func Validate(job *Job) error {
 	return nil
 }
 
-// validation collects problems; each check adds to it and carries on, so
-// one call reports everything, as the parser does.
+// validation holds the job-specific checks; each adds to the problems and
+// carries on, so one call reports everything, as the parser does.
 type validation struct {
-	problems []Problem
-}
-
-func (v *validation) add(field, summary, format string, args ...any) {
-	v.problems = append(v.problems, Problem{Field: field, Summary: summary, Detail: fmt.Sprintf(format, args...)})
-}
-
-func (v *validation) addKey(field, summary, format string, args ...any) {
-	v.add(field, summary, format, args...)
-	v.problems[len(v.problems)-1].atKey = true
-}
-
-func (v *validation) null(field, what string) {
-	v.add(field, "Missing "+what, "The %s must not be null.", what)
+	hclstrict.Problems
 }
 
 func (v *validation) name(field, kind, name string) {
 	if bad := nameProblem(name); bad != "" {
-		v.add(field, "Invalid "+kind, "The %s %q %s.", kind, name, bad)
+		v.Add(field, "Invalid "+kind, "The %s %q %s.", kind, name, bad)
 	}
 }
 
 // intRange checks a number the job file calls key.
 func (v *validation) intRange(field, key string, n, lo, hi int) bool {
 	if n < lo || n > hi {
-		v.add(field, "Value out of range", "%q must be between %d and %d, got %d.", key, lo, hi, n)
+		v.Add(field, "Value out of range", "%q must be between %d and %d, got %d.", key, lo, hi, n)
 		return false
 	}
 	return true
@@ -92,16 +62,10 @@ func (v *validation) intRange(field, key string, n, lo, hi int) bool {
 // a negative duration, JSON can.
 func (v *validation) nonNegative(field, key string, d time.Duration) bool {
 	if d < 0 {
-		v.add(field, "Invalid duration", "%q must not be negative, got %q.", key, d.String())
+		v.Add(field, "Invalid duration", "%q must not be negative, got %q.", key, d.String())
 		return false
 	}
 	return true
-}
-
-func (v *validation) enum(field, key, s string, allowed ...string) {
-	if !slices.Contains(allowed, s) {
-		v.add(field, "Invalid "+key, "%s must be one of %q, got %q.", key, allowed, s)
-	}
 }
 
 // stringMap checks the keys of meta and env maps. A job file can only write
@@ -115,7 +79,7 @@ func (v *validation) stringMap(field, block string, m map[string]string) {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			v.add(fmt.Sprintf("%s[%q]", field, k), "Invalid "+block+" key",
+			v.Add(fmt.Sprintf("%s[%q]", field, k), "Invalid "+block+" key",
 				"%s keys must be non-empty and hold no '=' or NUL, got %q.", block, k)
 		}
 	}
@@ -124,8 +88,8 @@ func (v *validation) stringMap(field, block string, m map[string]string) {
 func validate(job *Job) []Problem {
 	v := &validation{}
 	if job == nil {
-		v.null("", "job")
-		return v.problems
+		v.Null("", "job")
+		return v.Problems
 	}
 	v.name("ID", "job ID", job.ID)
 	if job.Name != job.ID {
@@ -134,45 +98,45 @@ func validate(job *Job) []Problem {
 	switch job.Type {
 	case JobTypeService, JobTypeBatch, JobTypeSystem, JobTypeSysBatch:
 	default:
-		v.add("Type", "Invalid job type",
+		v.Add("Type", "Invalid job type",
 			"The job type must be \"service\", \"batch\", \"system\" or \"sysbatch\", got %q.", job.Type)
 	}
 	if len(job.Datacenters) == 0 {
-		v.add("Datacenters", "Invalid datacenters",
+		v.Add("Datacenters", "Invalid datacenters",
 			"The list must not be empty; leave `datacenters` out to run in any datacenter.")
 	} else if slices.Contains(job.Datacenters, "") {
-		v.add("Datacenters", "Invalid datacenters", "Datacenter names must not be empty.")
+		v.Add("Datacenters", "Invalid datacenters", "Datacenter names must not be empty.")
 	}
 	v.stringMap("Meta", "meta", job.Meta)
 
 	if len(job.TaskGroups) == 0 {
-		v.add("TaskGroups", "Missing group", "Job %q has no `group` block; a job needs at least one.", job.ID)
+		v.Add("TaskGroups", "Missing group", "Job %q has no `group` block; a job needs at least one.", job.ID)
 	}
 	seen := map[string]bool{}
 	for i, g := range job.TaskGroups {
 		f := fmt.Sprintf("TaskGroups[%d]", i)
 		if g == nil {
-			v.null(f, "group")
+			v.Null(f, "group")
 			continue
 		}
 		if seen[g.Name] {
-			v.add(f+".Name", "Duplicate group", "Group %q is defined more than once; group names must be unique in a job.", g.Name)
+			v.Add(f+".Name", "Duplicate group", "Group %q is defined more than once; group names must be unique in a job.", g.Name)
 		}
 		seen[g.Name] = true
 		v.group(f, job, g)
 	}
-	return v.problems
+	return v.Problems
 }
 
 func (v *validation) group(f string, job *Job, g *TaskGroup) {
 	v.name(f+".Name", "group name", g.Name)
 	if v.intRange(f+".Count", "count", g.Count, 0, maxCount) &&
 		g.Count > 1 && (job.Type == JobTypeSystem || job.Type == JobTypeSysBatch) {
-		v.add(f+".Count", "Invalid count",
+		v.Add(f+".Count", "Invalid count",
 			"A %s job runs at most one allocation per node, so count must be 0 or 1, got %d.", job.Type, g.Count)
 	}
 	if g.Restart == nil {
-		v.null(f+".Restart", "restart policy")
+		v.Null(f+".Restart", "restart policy")
 	} else {
 		v.restart(f+".Restart", g.Restart, nil)
 	}
@@ -191,18 +155,18 @@ func (v *validation) group(f string, job *Job, g *TaskGroup) {
 	}
 
 	if len(g.Tasks) == 0 {
-		v.add(f+".Tasks", "Missing task", "Group %q has no `task` block; a group needs at least one.", g.Name)
+		v.Add(f+".Tasks", "Missing task", "Group %q has no `task` block; a group needs at least one.", g.Name)
 	}
 	seen := map[string]bool{}
 	plugins := map[string]*pluginUse{}
 	for j, t := range g.Tasks {
 		tf := fmt.Sprintf("%s.Tasks[%d]", f, j)
 		if t == nil {
-			v.null(tf, "task")
+			v.Null(tf, "task")
 			continue
 		}
 		if seen[t.Name] {
-			v.add(tf+".Name", "Duplicate task", "Task %q is defined more than once; task names must be unique in a group.", t.Name)
+			v.Add(tf+".Name", "Duplicate task", "Task %q is defined more than once; task names must be unique in a group.", t.Name)
 		}
 		seen[t.Name] = true
 		v.task(tf, g, t)
@@ -231,7 +195,7 @@ func (v *validation) restart(f string, p, inherited *RestartPolicy) {
 		ok = v.nonNegative(f+".Delay", "delay", p.Delay) && ok
 	}
 	if differs(inherited != nil && p.Mode == inherited.Mode) && p.Mode != RestartModeDelay && p.Mode != RestartModeFail {
-		v.add(f+".Mode", "Invalid restart mode", "The restart mode must be \"delay\" or \"fail\", got %q.", p.Mode)
+		v.Add(f+".Mode", "Invalid restart mode", "The restart mode must be \"delay\" or \"fail\", got %q.", p.Mode)
 		ok = false
 	}
 	if !ok {
@@ -242,12 +206,12 @@ func (v *validation) restart(f string, p, inherited *RestartPolicy) {
 	// file reports them at the restart block rather than at one key.
 	switch {
 	case p.Interval < minRestartInterval:
-		v.add(f+".Interval", "Invalid restart policy", "The restart interval must be at least %s, got %s.", minRestartInterval, p.Interval)
+		v.Add(f+".Interval", "Invalid restart policy", "The restart interval must be at least %s, got %s.", minRestartInterval, p.Interval)
 	case p.Attempts == 0 && p.Mode == RestartModeDelay:
-		v.add(f, "Invalid restart policy",
+		v.Add(f, "Invalid restart policy",
 			"Zero attempts with mode \"delay\" is ambiguous (Nomad refuses it); use mode \"fail\" to never restart.")
 	case time.Duration(p.Attempts)*p.Delay > p.Interval:
-		v.add(f, "Invalid restart policy",
+		v.Add(f, "Invalid restart policy",
 			"%d attempts with a delay of %s cannot fit in an interval of %s.", p.Attempts, p.Delay, p.Interval)
 	}
 }
@@ -259,13 +223,13 @@ func (v *validation) update(f string, u *UpdateStrategy) {
 	switch u.HealthCheck {
 	case HealthCheckChecks, HealthCheckTaskStates:
 	case "manual":
-		v.add(f+".HealthCheck", "Unsupported health_check",
+		v.Add(f+".HealthCheck", "Unsupported health_check",
 			"health_check = \"manual\" needs Nomad's deployment promote API, which pluginhost has not; use \"task_states\".")
 	default:
-		v.add(f+".HealthCheck", "Invalid health_check", "health_check must be \"checks\" or \"task_states\", got %q.", u.HealthCheck)
+		v.Add(f+".HealthCheck", "Invalid health_check", "health_check must be \"checks\" or \"task_states\", got %q.", u.HealthCheck)
 	}
 	if u.Canary != 0 {
-		v.add(f+".Canary", "Unsupported update setting",
+		v.Add(f+".Canary", "Unsupported update setting",
 			"pluginhost has no canaries (one machine, one version at a time), so canary must be 0, got %d.", u.Canary)
 	}
 	ok := v.nonNegative(f+".MinHealthyTime", "min_healthy_time", u.MinHealthyTime)
@@ -277,12 +241,12 @@ func (v *validation) update(f string, u *UpdateStrategy) {
 	}
 	switch {
 	case u.HealthyDeadline == 0:
-		v.add(f+".HealthyDeadline", "Invalid update block", "healthy_deadline must be longer than zero.")
+		v.Add(f+".HealthyDeadline", "Invalid update block", "healthy_deadline must be longer than zero.")
 	case u.MinHealthyTime >= u.HealthyDeadline:
-		v.add(f+".MinHealthyTime", "Invalid update block",
+		v.Add(f+".MinHealthyTime", "Invalid update block",
 			"min_healthy_time (%s) must be shorter than healthy_deadline (%s).", u.MinHealthyTime, u.HealthyDeadline)
 	case u.ProgressDeadline != 0 && u.HealthyDeadline >= u.ProgressDeadline:
-		v.add(f+".HealthyDeadline", "Invalid update block",
+		v.Add(f+".HealthyDeadline", "Invalid update block",
 			"healthy_deadline (%s) must be shorter than progress_deadline (%s).", u.HealthyDeadline, u.ProgressDeadline)
 	}
 }
@@ -290,39 +254,39 @@ func (v *validation) update(f string, u *UpdateStrategy) {
 func (v *validation) volume(f, alias string, vol *VolumeRequest) {
 	v.name(f+".Name", "volume alias", alias)
 	if vol == nil {
-		v.null(f, "volume")
+		v.Null(f, "volume")
 		return
 	}
 	if vol.Name != alias {
-		v.add(f+".Name", "Invalid volume name", "A volume's name is its alias %q, got %q.", alias, vol.Name)
+		v.Add(f+".Name", "Invalid volume name", "A volume's name is its alias %q, got %q.", alias, vol.Name)
 	}
 	if vol.Type != VolumeTypeCSI {
-		v.add(f+".Type", "Unsupported volume type", "pluginhost only supports CSI volumes (type = \"csi\"), got %q.", vol.Type)
+		v.Add(f+".Type", "Unsupported volume type", "pluginhost only supports CSI volumes (type = \"csi\"), got %q.", vol.Type)
 	}
 	if vol.Source == "" {
-		v.add(f+".Source", "Invalid volume source", "The volume source must not be empty.")
+		v.Add(f+".Source", "Invalid volume source", "The volume source must not be empty.")
 	}
-	v.enum(f+".AccessMode", "access_mode", vol.AccessMode,
+	v.Enum(f+".AccessMode", "access_mode", vol.AccessMode, []string{
 		AccessModeSingleNodeReader, AccessModeSingleNodeWriter, AccessModeMultiNodeReader,
-		AccessModeMultiNodeSingleWrite, AccessModeMultiNodeMultiWrite)
-	v.enum(f+".AttachmentMode", "attachment_mode", vol.AttachmentMode, AttachmentModeFilesystem, AttachmentModeBlockDevice)
+		AccessModeMultiNodeSingleWrite, AccessModeMultiNodeMultiWrite})
+	v.Enum(f+".AttachmentMode", "attachment_mode", vol.AttachmentMode, []string{AttachmentModeFilesystem, AttachmentModeBlockDevice})
 	if vol.MountOptions != nil && vol.AttachmentMode == AttachmentModeBlockDevice {
-		v.add(f+".MountOptions", "Invalid mount_options", "A block-device attachment is not mounted, so it takes no mount_options.")
+		v.Add(f+".MountOptions", "Invalid mount_options", "A block-device attachment is not mounted, so it takes no mount_options.")
 	}
 }
 
 func (v *validation) task(f string, g *TaskGroup, t *Task) {
 	v.name(f+".Name", "task name", t.Name)
 	if t.Driver != DriverRawExec && t.Driver != DriverGoPlugin {
-		v.add(f+".Driver", "Unsupported driver", "The driver must be \"raw_exec\" or \"go_plugin\", got %q.", t.Driver)
+		v.Add(f+".Driver", "Unsupported driver", "The driver must be \"raw_exec\" or \"go_plugin\", got %q.", t.Driver)
 	}
 	v.nonNegative(f+".KillTimeout", "kill_timeout", t.KillTimeout)
 	if _, known := SignalByName(t.KillSignal); !known {
-		v.add(f+".KillSignal", "Invalid kill_signal", "kill_signal must be one of %s, got %q.",
+		v.Add(f+".KillSignal", "Invalid kill_signal", "kill_signal must be one of %s, got %q.",
 			strings.Join(KillSignalNames(), ", "), t.KillSignal)
 	}
 	if t.Config == nil {
-		v.add(f+".Config", "Missing config", "Task %q needs a `config { command = \"...\" }` block.", t.Name)
+		v.Add(f+".Config", "Missing config", "Task %q needs a `config { command = \"...\" }` block.", t.Name)
 	} else {
 		v.config(f+".Config", t.Driver, t.Config)
 	}
@@ -330,18 +294,18 @@ func (v *validation) task(f string, g *TaskGroup, t *Task) {
 	v.stringMap(f+".Meta", "meta", t.Meta)
 
 	if r := t.Resources; r == nil {
-		v.null(f+".Resources", "resources")
+		v.Null(f+".Resources", "resources")
 	} else {
 		v.intRange(f+".Resources.CPU", "cpu", r.CPU, minCPU, maxCPU)
 		v.intRange(f+".Resources.MemoryMB", "memory", r.MemoryMB, minMemoryMB, maxMemoryMB)
 	}
 	if t.Restart == nil {
-		v.null(f+".Restart", "restart policy")
+		v.Null(f+".Restart", "restart policy")
 	} else {
 		v.restart(f+".Restart", t.Restart, g.Restart)
 	}
 	if l := t.Logs; l == nil {
-		v.null(f+".Logs", "logs")
+		v.Null(f+".Logs", "logs")
 	} else {
 		v.intRange(f+".Logs.MaxFiles", "max_files", l.MaxFiles, minLogFiles, maxLogFiles)
 		v.intRange(f+".Logs.MaxFileSizeMB", "max_file_size", l.MaxFileSizeMB, minLogFileMB, maxLogFileMB)
@@ -353,17 +317,17 @@ func (v *validation) task(f string, g *TaskGroup, t *Task) {
 	for k, vm := range t.VolumeMounts {
 		vf := fmt.Sprintf("%s.VolumeMounts[%d]", f, k)
 		if vm == nil {
-			v.null(vf, "volume_mount")
+			v.Null(vf, "volume_mount")
 			continue
 		}
 		if _, declared := g.Volumes[vm.Volume]; !declared {
-			v.add(vf+".Volume", "Undeclared volume", "Group %q declares no volume %q.", g.Name, vm.Volume)
+			v.Add(vf+".Volume", "Undeclared volume", "Group %q declares no volume %q.", g.Name, vm.Volume)
 		}
 		switch {
 		case vm.Destination == "":
-			v.add(vf+".Destination", "Invalid destination", "The destination must not be empty.")
+			v.Add(vf+".Destination", "Invalid destination", "The destination must not be empty.")
 		case dests[vm.Destination]:
-			v.add(vf+".Destination", "Duplicate destination", "Another volume_mount of this task already uses %q.", vm.Destination)
+			v.Add(vf+".Destination", "Duplicate destination", "Another volume_mount of this task already uses %q.", vm.Destination)
 		}
 		dests[vm.Destination] = true
 	}
@@ -371,7 +335,7 @@ func (v *validation) task(f string, g *TaskGroup, t *Task) {
 
 func (v *validation) config(f, driver string, c *TaskConfig) {
 	if strings.TrimSpace(c.Command) == "" {
-		v.add(f+".Command", "Invalid command", "The command must not be empty.")
+		v.Add(f+".Command", "Invalid command", "The command must not be empty.")
 	}
 	if c.Checksum == "" {
 		return
@@ -379,22 +343,22 @@ func (v *validation) config(f, driver string, c *TaskConfig) {
 	// Nomad's raw_exec refuses unknown config keys, so a raw_exec task
 	// with checksum would not be a valid Nomad job.
 	if driver != DriverGoPlugin {
-		v.addKey(f+".Checksum", "Unsupported argument",
+		v.AddKey(f+".Checksum", "Unsupported argument",
 			"checksum is only supported by the go_plugin driver; Nomad's raw_exec has no such key.")
 	} else if _, valid := normalizeChecksum(c.Checksum); !valid {
-		v.add(f+".Checksum", "Invalid checksum", "checksum must be \"sha256:\" followed by 64 hex digits, got %q.", c.Checksum)
+		v.Add(f+".Checksum", "Invalid checksum", "checksum must be \"sha256:\" followed by 64 hex digits, got %q.", c.Checksum)
 	}
 }
 
 func (v *validation) csiPlugin(f string, p *TaskCSIPluginConfig) {
 	if !csiPluginIDPattern.MatchString(p.ID) {
-		v.add(f+".ID", "Invalid plugin id",
+		v.Add(f+".ID", "Invalid plugin id",
 			"The plugin id must start with a letter or digit and hold only letters, digits, '.', '_' and '-' (at most 128), got %q.", p.ID)
 	}
 	switch p.Type {
 	case CSIPluginTypeMonolith, CSIPluginTypeNode, CSIPluginTypeController:
 	default:
-		v.add(f+".Type", "Invalid plugin type", "The plugin type must be \"monolith\", \"node\" or \"controller\", got %q.", p.Type)
+		v.Add(f+".Type", "Invalid plugin type", "The plugin type must be \"monolith\", \"node\" or \"controller\", got %q.", p.Type)
 	}
 	v.absDir(f+".MountDir", "mount_dir", p.MountDir)
 	// It defaults to mount_dir, whose own problem is reported already.
@@ -402,13 +366,13 @@ func (v *validation) csiPlugin(f string, p *TaskCSIPluginConfig) {
 		v.absDir(f+".StagePublishBaseDir", "stage_publish_base_dir", p.StagePublishBaseDir)
 	}
 	if v.nonNegative(f+".HealthTimeout", "health_timeout", p.HealthTimeout) && p.HealthTimeout == 0 {
-		v.add(f+".HealthTimeout", "Invalid health_timeout", "health_timeout must be longer than zero.")
+		v.Add(f+".HealthTimeout", "Invalid health_timeout", "health_timeout must be longer than zero.")
 	}
 }
 
 func (v *validation) absDir(f, key, s string) {
 	if !path.IsAbs(s) {
-		v.add(f, "Invalid "+key, "%s must be an absolute path, got %q.", key, s)
+		v.Add(f, "Invalid "+key, "%s must be an absolute path, got %q.", key, s)
 	}
 }
 
@@ -432,7 +396,7 @@ func (v *validation) pluginClash(f string, seen map[string]*pluginUse, t *Task) 
 		prev.typ = CSIPluginTypeMonolith
 		return
 	}
-	v.add(f, "Duplicate CSI plugin",
+	v.Add(f, "Duplicate CSI plugin",
 		"Task %q already serves CSI plugin %q as %s in this group; one allocation may serve a plugin ID once per role.",
 		prev.task, p.ID, prev.typ)
 }

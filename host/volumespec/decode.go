@@ -46,22 +46,22 @@ const defaultNamespace = "default"
 // whole file (a missing key) are reported.
 func decodeVolume(d *decoder, body hcl.Body, root hcl.Range) *Volume {
 	v := &Volume{}
-	d.at("", root)
+	d.At("", root)
 	c := d.Content(body, withMapFields(volumeSchema, d.json, mapKeys...))
 	attrs := c.Attributes
 
-	if attr := attrs["id"]; d.required("ID", attr, root, "Missing id",
+	if attr := attrs["id"]; d.Required("ID", attr, root, "Missing id",
 		"A volume file needs `id`, the name jobs' volume blocks use as their source.") {
-		v.ID, _ = d.str("ID", attr)
+		v.ID, _ = d.FieldString("ID", attr, nil)
 	}
-	v.Name, _ = d.str("Name", attrs["name"])
-	if attr := attrs["type"]; d.required("Type", attr, root, "Missing type",
+	v.Name, _ = d.FieldString("Name", attrs["name"], nil)
+	if attr := attrs["type"]; d.Required("Type", attr, root, "Missing type",
 		"A volume file needs `type = \"csi\"`.") {
-		v.Type, _ = d.str("Type", attr)
+		v.Type, _ = d.FieldString("Type", attr, nil)
 	}
-	if attr := attrs["plugin_id"]; d.required("PluginID", attr, root, "Missing plugin_id",
+	if attr := attrs["plugin_id"]; d.Required("PluginID", attr, root, "Missing plugin_id",
 		"A volume file needs `plugin_id`, the ID of the CSI plugin that serves the volume.") {
-		v.PluginID, _ = d.str("PluginID", attr)
+		v.PluginID, _ = d.FieldString("PluginID", attr, nil)
 	}
 	if attr := attrs["namespace"]; attr != nil {
 		if ns, ok := d.String(attr, nil); ok && ns != defaultNamespace {
@@ -69,9 +69,9 @@ func decodeVolume(d *decoder, body hcl.Body, root hcl.Range) *Volume {
 				"pluginhost has no namespaces; leave `namespace` out or write %q, got %q.", defaultNamespace, ns)
 		}
 	}
-	v.ExternalID, _ = d.str("ExternalID", attrs["external_id"])
-	v.SnapshotID, _ = d.str("SnapshotID", attrs["snapshot_id"])
-	v.CloneID, _ = d.str("CloneID", attrs["clone_id"])
+	v.ExternalID, _ = d.FieldString("ExternalID", attrs["external_id"], nil)
+	v.SnapshotID, _ = d.FieldString("SnapshotID", attrs["snapshot_id"], nil)
+	v.CloneID, _ = d.FieldString("CloneID", attrs["clone_id"], nil)
 	v.RequestedCapacityMin = d.capacity("RequestedCapacityMin", attrs["capacity_min"])
 	v.RequestedCapacityMax = d.capacity("RequestedCapacityMax", attrs["capacity_max"])
 
@@ -90,18 +90,18 @@ func decodeVolume(d *decoder, body hcl.Body, root hcl.Range) *Volume {
 		// The capability was written but is malformed (a label, a
 		// non-object in JSON) and already reported; "missing" would be
 		// a follow-on error.
-		d.failed("RequestedCapabilities")
+		d.Fail("RequestedCapabilities")
 	}
 	for _, b := range capBlocks {
 		v.RequestedCapabilities = append(v.RequestedCapabilities,
 			decodeCapability(d, b, fmt.Sprintf("RequestedCapabilities[%d]", len(v.RequestedCapabilities))))
 	}
 	if b := d.AtMostOne(mountBlocks); b != nil {
-		d.at("MountOptions", b.DefRange)
+		d.At("MountOptions", b.DefRange)
 		mc := d.Content(b.Body, mountOptionsSchema)
 		mo := &MountOptions{}
-		mo.FSType, _ = d.str("MountOptions.FSType", mc.Attributes["fs_type"])
-		mo.MountFlags, _ = d.strList("MountOptions.MountFlags", mc.Attributes["mount_flags"])
+		mo.FSType, _ = d.FieldString("MountOptions.FSType", mc.Attributes["fs_type"], nil)
+		mo.MountFlags, _ = d.FieldStringList("MountOptions.MountFlags", mc.Attributes["mount_flags"], nil)
 		v.MountOptions = mo
 	}
 	if b := d.AtMostOne(topoBlocks); b != nil {
@@ -116,7 +116,7 @@ func decodeVolume(d *decoder, body hcl.Body, root hcl.Range) *Volume {
 // capacity reads a size such as "10GiB" into bytes; a bare number is bytes.
 func (d *decoder) capacity(path string, attr *hcl.Attribute) int64 {
 	var n int64
-	d.attr(path, attr, func() bool {
+	d.Attr(path, attr, func() bool {
 		s, ok := d.String(attr, nil)
 		if !ok {
 			return false
@@ -136,16 +136,16 @@ func (d *decoder) capacity(path string, attr *hcl.Attribute) int64 {
 }
 
 func decodeCapability(d *decoder, b *hcl.Block, f string) *Capability {
-	d.at(f, b.DefRange)
+	d.At(f, b.DefRange)
 	c := d.Content(b.Body, capabilitySchema)
 	cp := &Capability{}
-	if attr := c.Attributes["access_mode"]; d.required(f+".AccessMode", attr, b.DefRange, "Missing access_mode",
+	if attr := c.Attributes["access_mode"]; d.Required(f+".AccessMode", attr, b.DefRange, "Missing access_mode",
 		"A capability needs access_mode, one of %q.", accessModes) {
-		cp.AccessMode, _ = d.str(f+".AccessMode", attr)
+		cp.AccessMode, _ = d.FieldString(f+".AccessMode", attr, nil)
 	}
-	if attr := c.Attributes["attachment_mode"]; d.required(f+".AttachmentMode", attr, b.DefRange, "Missing attachment_mode",
+	if attr := c.Attributes["attachment_mode"]; d.Required(f+".AttachmentMode", attr, b.DefRange, "Missing attachment_mode",
 		"A capability needs attachment_mode, one of %q.", attachmentModes) {
-		cp.AttachmentMode, _ = d.str(f+".AttachmentMode", attr)
+		cp.AttachmentMode, _ = d.FieldString(f+".AttachmentMode", attr, nil)
 	}
 	return cp
 }
@@ -154,7 +154,7 @@ func decodeCapability(d *decoder, b *hcl.Block, f string) *Capability {
 // repeated and their topologies are concatenated, as Nomad does: its own
 // JSON form writes one `required` object per topology.
 func decodeTopologyRequest(d *decoder, b *hcl.Block) *TopologyRequest {
-	d.at("RequestedTopologies", b.DefRange)
+	d.At("RequestedTopologies", b.DefRange)
 	c := d.Content(b.Body, topologyRequestSchema)
 	tr := &TopologyRequest{}
 	for _, lb := range c.Blocks {
@@ -179,7 +179,7 @@ func decodeTopologyRequest(d *decoder, b *hcl.Block) *TopologyRequest {
 var topologySchema = hcl.BodySchema{}
 
 func decodeTopology(d *decoder, b *hcl.Block, f string) *Topology {
-	d.at(f, b.DefRange)
+	d.At(f, b.DefRange)
 	c := d.Content(b.Body, withMapFields(topologySchema, d.json, "segments"))
 	return &Topology{Segments: d.mapField(f+".Segments", "segments", c)}
 }

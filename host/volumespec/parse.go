@@ -71,19 +71,7 @@ func parse(src []byte, filename string, op Op) (*Volume, error) {
 		if op != 0 {
 			ps = append(ps, validateOp(v, op)...)
 		}
-		for _, p := range ps {
-			// A field the decoder already complained about holds a
-			// placeholder, not what the user wrote.
-			if d.reported[p.Field] {
-				continue
-			}
-			rng, ok := d.rangeOf(p.Field, p.atKey)
-			if !ok {
-				// Unreachable: the volume itself is always placed.
-				rng = hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos}
-			}
-			d.Errorf(rng, p.Summary, "%s", p.Detail)
-		}
+		d.Place(ps, filename)
 	}
 	if err := hclstrict.NewError(d.Diags(), files); err != nil {
 		return nil, err

@@ -3,47 +3,27 @@ package volumespec
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
 )
 
-// Problem is one rule a volume specification breaks.
-type Problem struct {
-	// Field is the path of the offending field in Volume's Go field
-	// names, such as "RequestedCapabilities[0].AccessMode" or
-	// `Parameters[""]`; "" is the volume itself.
-	Field string
-	// Summary and Detail are the texts the file parser reports for the
-	// same mistake, so a specification is refused in the same words
-	// however it came.
-	Summary string
-	Detail  string
+// Problem is one rule a volume specification breaks. Field is in Volume's
+// Go field names, such as "RequestedCapabilities[0].AccessMode" or
+// `Parameters[""]`; "" is the volume itself.
+type Problem = hclstrict.Problem
 
-	// atKey marks a problem with a key being present at all, which a file
-	// reports at the key's name rather than its value.
-	atKey bool
-}
-
-// ValidationError lists every problem of a volume, in field order.
+// ValidationError lists every problem of a volume, in field order. It is a
+// type of its own, not hclstrict's, so callers can tell a refused volume
+// from a refused job with errors.As.
 type ValidationError struct {
 	Problems []Problem
 }
 
-func (e *ValidationError) Error() string {
-	parts := make([]string, 0, len(e.Problems))
-	for _, p := range e.Problems {
-		field := p.Field
-		if field == "" {
-			field = "volume"
-		}
-		parts = append(parts, fmt.Sprintf("%s: %s: %s", field, p.Summary, p.Detail))
-	}
-	return strings.Join(parts, "\n")
-}
+func (e *ValidationError) Error() string { return hclstrict.ProblemsText(e.Problems, "volume") }
 
 // Canonicalize fills in what a file may leave out and JSON leaves as a zero
 // value: Name defaults to ID. The parser applies it; callers holding a
@@ -84,31 +64,11 @@ var volumeIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 // maxNameLen is the CSI spec's recommended bound on strings a CO sends.
 const maxNameLen = 128
 
-// validation collects problems; every check adds to it and carries on, so
-// one call reports everything, as the parser does.
+// validation holds the volume-specific checks; every check adds to the
+// problems and carries on, so one call reports everything, as the parser
+// does.
 type validation struct {
-	problems []Problem
-}
-
-func (c *validation) add(field, summary, format string, args ...any) {
-	c.problems = append(c.problems, Problem{Field: field, Summary: summary, Detail: fmt.Sprintf(format, args...)})
-}
-
-func (c *validation) addKey(field, summary, format string, args ...any) {
-	c.add(field, summary, format, args...)
-	c.problems[len(c.problems)-1].atKey = true
-}
-
-func (c *validation) null(field, what string) {
-	c.add(field, "Missing "+what, "The %s must not be null.", what)
-}
-
-func (c *validation) enum(field, key, s string, allowed []string) bool {
-	if !slices.Contains(allowed, s) {
-		c.add(field, "Invalid "+key, "%s must be one of %q, got %q.", key, allowed, s)
-		return false
-	}
-	return true
+	hclstrict.Problems
 }
 
 var (
@@ -122,14 +82,14 @@ var (
 func validate(v *Volume) []Problem {
 	c := &validation{}
 	if v == nil {
-		c.null("", "volume")
-		return c.problems
+		c.Null("", "volume")
+		return c.Problems
 	}
 	switch {
 	case v.ID == "":
-		c.add("ID", "Invalid id", "The volume id must not be empty.")
+		c.Add("ID", "Invalid id", "The volume id must not be empty.")
 	case v.ID == "." || v.ID == ".." || !volumeIDPattern.MatchString(v.ID):
-		c.add("ID", "Invalid id",
+		c.Add("ID", "Invalid id",
 			"The volume id must hold only letters, digits, '.', '_' and '-' (at most 128) and not be \".\" or \"..\", got %q.", v.ID)
 	}
 	// A name equal to the id is the id's default; the id's own problem
@@ -137,21 +97,21 @@ func validate(v *Volume) []Problem {
 	switch {
 	case v.Name == v.ID:
 	case v.Name == "":
-		c.add("Name", "Invalid name", "The volume name must not be empty; leave it out to use the id.")
+		c.Add("Name", "Invalid name", "The volume name must not be empty; leave it out to use the id.")
 	case len(v.Name) > maxNameLen || !utf8.ValidString(v.Name) || strings.IndexFunc(v.Name, unicode.IsControl) >= 0:
-		c.add("Name", "Invalid name", "The volume name must be valid UTF-8 without control characters, at most %d bytes, got %q.",
+		c.Add("Name", "Invalid name", "The volume name must be valid UTF-8 without control characters, at most %d bytes, got %q.",
 			maxNameLen, v.Name)
 	}
 	if v.Type != jobspec.VolumeTypeCSI {
-		c.add("Type", "Unsupported volume type", "pluginhost only supports CSI volumes (type = \"csi\"), got %q.", v.Type)
+		c.Add("Type", "Unsupported volume type", "pluginhost only supports CSI volumes (type = \"csi\"), got %q.", v.Type)
 	}
 	if !jobspec.ValidPluginID(v.PluginID) {
-		c.add("PluginID", "Invalid plugin_id",
+		c.Add("PluginID", "Invalid plugin_id",
 			"The plugin_id must start with a letter or digit and hold only letters, digits, '.', '_' and '-' (at most 128), got %q.",
 			v.PluginID)
 	}
 	if v.SnapshotID != "" && v.CloneID != "" {
-		c.addKey("CloneID", "Conflicting clone_id",
+		c.AddKey("CloneID", "Conflicting clone_id",
 			"A new volume has one content source: give snapshot_id or clone_id, not both.")
 	}
 	c.capacity(v)
@@ -163,28 +123,28 @@ func validate(v *Volume) []Problem {
 	c.stringMap("Secrets", "secrets", v.Secrets)
 	c.stringMap("Parameters", "parameters", v.Parameters)
 	c.stringMap("Context", "context", v.Context)
-	return c.problems
+	return c.Problems
 }
 
 func (c *validation) capacity(v *Volume) {
 	ok := true
 	if v.RequestedCapacityMin < 0 {
-		c.add("RequestedCapacityMin", "Invalid capacity_min", "capacity_min must not be negative, got %d.", v.RequestedCapacityMin)
+		c.Add("RequestedCapacityMin", "Invalid capacity_min", "capacity_min must not be negative, got %d.", v.RequestedCapacityMin)
 		ok = false
 	}
 	if v.RequestedCapacityMax < 0 {
-		c.add("RequestedCapacityMax", "Invalid capacity_max", "capacity_max must not be negative, got %d.", v.RequestedCapacityMax)
+		c.Add("RequestedCapacityMax", "Invalid capacity_max", "capacity_max must not be negative, got %d.", v.RequestedCapacityMax)
 		ok = false
 	}
 	if ok && v.RequestedCapacityMin > 0 && v.RequestedCapacityMax > 0 && v.RequestedCapacityMax < v.RequestedCapacityMin {
-		c.add("RequestedCapacityMax", "Invalid capacity range", "capacity_max (%s) must not be less than capacity_min (%s).",
+		c.Add("RequestedCapacityMax", "Invalid capacity range", "capacity_max (%s) must not be less than capacity_min (%s).",
 			FormatBytes(v.RequestedCapacityMax), FormatBytes(v.RequestedCapacityMin))
 	}
 }
 
 func (c *validation) capabilities(v *Volume) {
 	if len(v.RequestedCapabilities) == 0 {
-		c.add("RequestedCapabilities", "Missing capability",
+		c.Add("RequestedCapabilities", "Missing capability",
 			"A volume needs at least one `capability { access_mode = ..., attachment_mode = ... }` block, one for each way jobs may use it.")
 	}
 	seen := map[Capability]int{}
@@ -192,18 +152,18 @@ func (c *validation) capabilities(v *Volume) {
 	for i, cp := range v.RequestedCapabilities {
 		f := fmt.Sprintf("RequestedCapabilities[%d]", i)
 		if cp == nil {
-			c.null(f, "capability")
+			c.Null(f, "capability")
 			continue
 		}
-		access := c.enum(f+".AccessMode", "access_mode", cp.AccessMode, accessModes)
-		attach := c.enum(f+".AttachmentMode", "attachment_mode", cp.AttachmentMode, attachmentModes)
+		access := c.Enum(f+".AccessMode", "access_mode", cp.AccessMode, accessModes)
+		attach := c.Enum(f+".AttachmentMode", "attachment_mode", cp.AttachmentMode, attachmentModes)
 		allKnown = allKnown && attach
 		fileSystem = fileSystem || cp.AttachmentMode == jobspec.AttachmentModeFilesystem
 		if !access || !attach {
 			continue
 		}
 		if first, dup := seen[*cp]; dup {
-			c.add(f, "Duplicate capability", "Capability %d already allows %s with %s.", first, cp.AccessMode, cp.AttachmentMode)
+			c.Add(f, "Duplicate capability", "Capability %d already allows %s with %s.", first, cp.AccessMode, cp.AttachmentMode)
 			continue
 		}
 		seen[*cp] = i
@@ -216,12 +176,12 @@ func (c *validation) capabilities(v *Volume) {
 	// file-system capabilities only; with none of those they would be
 	// silently ignored. With an unknown mode its own problem says enough.
 	if !fileSystem && allKnown && len(v.RequestedCapabilities) > 0 {
-		c.add("MountOptions", "Invalid mount_options",
+		c.Add("MountOptions", "Invalid mount_options",
 			"mount_options apply to file-system attachments, and no capability has attachment_mode = \"file-system\".")
 	}
 	for i, flag := range mo.MountFlags {
 		if strings.TrimSpace(flag) == "" {
-			c.add(fmt.Sprintf("MountOptions.MountFlags[%d]", i), "Invalid mount_flags", "Mount flags must not be empty.")
+			c.Add(fmt.Sprintf("MountOptions.MountFlags[%d]", i), "Invalid mount_flags", "Mount flags must not be empty.")
 		}
 	}
 }
@@ -230,11 +190,11 @@ func (c *validation) topologies(field string, ts []*Topology) {
 	for i, t := range ts {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		if t == nil {
-			c.null(f, "topology")
+			c.Null(f, "topology")
 			continue
 		}
 		if len(t.Segments) == 0 {
-			c.add(f+".Segments", "Invalid topology", "A topology needs at least one segment, such as `segments { rack = \"R1\" }`.")
+			c.Add(f+".Segments", "Invalid topology", "A topology needs at least one segment, such as `segments { rack = \"R1\" }`.")
 			continue
 		}
 		c.stringMap(f+".Segments", "segments", t.Segments)
@@ -245,7 +205,7 @@ func (c *validation) topologies(field string, ts []*Topology) {
 // means nothing to a plugin.
 func (c *validation) stringMap(field, key string, m map[string]string) {
 	if _, bad := m[""]; bad {
-		c.add(field+`[""]`, "Invalid "+key+" key", "%s keys must not be empty.", key)
+		c.Add(field+`[""]`, "Invalid "+key+" key", "%s keys must not be empty.", key)
 	}
 }
 
@@ -260,24 +220,24 @@ func validateOp(v *Volume, op Op) []Problem {
 		if v.ExternalID != "" {
 			// Nomad ignores it on create; a user who wrote it most likely
 			// meant to register an existing volume.
-			c.addKey("ExternalID", "Unexpected external_id",
+			c.AddKey("ExternalID", "Unexpected external_id",
 				"external_id names an existing volume for `volume register`; `volume create` gets the ID from the plugin. Remove it, or register the volume instead.")
 		}
 	case OpRegister:
 		if v.ExternalID == "" {
-			c.add("ExternalID", "Missing external_id",
+			c.Add("ExternalID", "Missing external_id",
 				"`volume register` records an existing volume and needs its storage provider ID in external_id.")
 		}
 		if v.SnapshotID != "" {
-			c.addKey("SnapshotID", "Unexpected snapshot_id",
+			c.AddKey("SnapshotID", "Unexpected snapshot_id",
 				"snapshot_id is a content source for `volume create`; an existing volume is registered as it is.")
 		}
 		if v.CloneID != "" {
-			c.addKey("CloneID", "Unexpected clone_id",
+			c.AddKey("CloneID", "Unexpected clone_id",
 				"clone_id is a content source for `volume create`; an existing volume is registered as it is.")
 		}
 	default:
-		c.add("", "Invalid operation", "Unknown volume operation %d.", int(op))
+		c.Add("", "Invalid operation", "Unknown volume operation %d.", int(op))
 	}
-	return c.problems
+	return c.Problems
 }

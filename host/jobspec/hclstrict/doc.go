@@ -23,6 +23,13 @@
 // parser's Files) with a "file:line:col: summary" first line and a caret line
 // under the offending range, since hcl only highlights with terminal colours.
 //
+// Semantic rules are not checked while decoding: they live in validators
+// over Go values (jobspec.Validate, volumespec.Validate), so a value that
+// arrives as an API body is held to them too. Validators name what is wrong
+// by Go field path as Problems; Fields is a Decoder that records where each
+// field path was written and places those Problems back in the file, at the
+// field or the closest enclosing one that was written.
+//
 // The corpustest subpackage checks directories of malformed files whose
 // first lines say which diagnostics they must produce and where.
 package hclstrict
