@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -293,12 +294,14 @@ func TestLogsFlowWhileAgentDown(t *testing.T) {
 	waitFile(t, filepath.Join(logDir, "chatty.stdout.0"))
 	a.close() // agent down
 
-	// 100 lines of 100 bytes, twice, to each stream.
-	for range 2 {
-		if err := syscall.Kill(h.Pid, syscall.SIGUSR1); err != nil {
-			t.Fatal(err)
-		}
+	// 100 lines of 100 bytes to each stream. The exit signal waits until
+	// the burst has rotated the files past max_files: signals sent back
+	// to back may be merged or handled out of order, and a task that took
+	// SIGUSR2 first exited before writing (1 failure in ~15 under load).
+	if err := syscall.Kill(h.Pid, syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
 	}
+	waitRotatedPast(t, logDir, "chatty.stdout.", 3)
 	if err := syscall.Kill(h.Pid, syscall.SIGUSR2); err != nil {
 		t.Fatal(err)
 	}
@@ -323,6 +326,26 @@ func TestLogsFlowWhileAgentDown(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(logDir, "chatty.stdout.0")); !os.IsNotExist(err) {
 		t.Fatal("the oldest file was not rotated away")
+	}
+}
+
+// waitRotatedPast waits (a poll: the files are written by another process)
+// until a log file prefix<N> with N >= index exists. A rotated-away file
+// may exist only for a moment, so the highest index is what counts.
+func waitRotatedPast(t *testing.T, dir, prefix string, index int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if n, err := strconv.Atoi(strings.TrimPrefix(e.Name(), prefix)); err == nil && strings.HasPrefix(e.Name(), prefix) && n >= index {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s<N> with N >= %d in %s", prefix, index, dir)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
