@@ -56,12 +56,7 @@ func (a *Agent) reconcileJob(ctx context.Context, jobID string) (reconcile.Resul
 
 	cur, old := a.splitByVersion(js, entries)
 	if js.Job.Failed(js.Job.Version) {
-		// The version failed its roll-out: its allocations stay stopped
-		// and the earlier ones keep serving, until a new submission.
-		for _, e := range cur {
-			a.stopAsync(e)
-		}
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, a.failedVersion(js, cur, old)
 	}
 	if err := a.createMissing(js, cur); err != nil {
 		return reconcile.Result{}, err
@@ -92,14 +87,24 @@ func (a *Agent) reconcileJob(ctx context.Context, jobID string) (reconcile.Resul
 		if err := a.finishUpdate(js, state.UpdateFailed, verdict.unhealthy); err != nil {
 			return reconcile.Result{}, err
 		}
-		if len(old) > 0 {
-			for _, e := range cur {
-				a.stopAsync(e)
-			}
-		}
-		return reconcile.Result{}, a.autoRevert(js)
+		return reconcile.Result{}, a.failedVersion(js, cur, old)
 	}
 	return reconcile.Result{RequeueAfter: verdict.wait}, nil
+}
+
+// failedVersion handles a current version whose roll-out failed: its
+// allocations stop when an earlier version is there to keep serving, and
+// with auto_revert the last stable version is submitted again. It runs on
+// every pass while the failed version is current, so an agent killed
+// between recording the failure and submitting the revert still reverts
+// when it starts; once submitted, the failed version is no longer current.
+func (a *Agent) failedVersion(js *state.JobState, cur map[giKey]*allocEntry, old []*allocEntry) error {
+	if len(old) > 0 {
+		for _, e := range cur {
+			a.stopAsync(e)
+		}
+	}
+	return a.autoRevert(js)
 }
 
 // finishUpdate records how the current version's roll-out ended.
@@ -142,7 +147,7 @@ func (a *Agent) autoRevert(js *state.JobState) error {
 			return err
 		}
 	}
-	a.logger.Warn("job update failed and auto_revert found no stable version", "job_id", js.Job.ID)
+	a.logger.Debug("job update failed and auto_revert found no stable version", "job_id", js.Job.ID)
 	return nil
 }
 
