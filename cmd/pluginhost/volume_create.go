@@ -87,6 +87,22 @@ func (m *Meta) submitVolume(name string, op volumespec.Op, args []string,
 		m.Ui.Error(fmt.Sprintf("Error in volume file: %v", err))
 		return 1
 	}
+	return m.followRequest(detach, true, func(client *api.Client) (*api.CSIVolume, error) {
+		resp, err := submit(client, spec.ID, path, src)
+		if err != nil {
+			return nil, &requestError{fmt.Sprintf("submitting volume %q", spec.ID), err}
+		}
+		v := resp.Volumes[0]
+		m.Ui.Output(fmt.Sprintf("==> %s: Volume %q recorded (%s)", formatTime(m.now()), v.ID, v.StateDescription))
+		return v, nil
+	})
+}
+
+// followRequest connects, subscribes to volume events (first, so that no
+// change of the volume slips between the answer and the subscription),
+// makes the request and, unless detach, follows the volume until it is
+// ready (present) or gone (!present).
+func (m *Meta) followRequest(detach, present bool, request func(*api.Client) (*api.CSIVolume, error)) int {
 	client, err := m.client()
 	if err != nil {
 		return m.fail("connecting to the agent", err)
@@ -94,24 +110,32 @@ func (m *Meta) submitVolume(name string, op volumespec.Op, args []string,
 	defer client.Close()
 	var stream *api.EventStream
 	if !detach {
-		// Subscribe first: no change of the volume can slip between the
-		// answer and the subscription.
 		if stream, err = client.Events(m.Ctx, api.TopicVolume); err != nil {
 			return m.fail("subscribing to events", err)
 		}
 		defer stream.Close()
 	}
-	resp, err := submit(client, spec.ID, path, src)
-	if err != nil {
-		return m.fail(fmt.Sprintf("submitting volume %q", spec.ID), err)
+	v, err := request(client)
+	if re := (*requestError)(nil); errors.As(err, &re) {
+		return m.fail(re.doing, re.err)
 	}
-	v := resp.Volumes[0]
-	m.Ui.Output(fmt.Sprintf("==> %s: Volume %q recorded (%s)", formatTime(m.now()), v.ID, v.StateDescription))
+	if err != nil {
+		return m.fail("requesting", err)
+	}
 	if detach {
 		return 0
 	}
-	return m.followVolume(client, stream, v, false)
+	return m.followVolume(client, stream, v, !present)
 }
+
+// requestError says what a request was doing when it failed, for fail.
+type requestError struct {
+	doing string
+	err   error
+}
+
+func (e *requestError) Error() string { return e.doing + ": " + e.err.Error() }
+func (e *requestError) Unwrap() error { return e.err }
 
 // followVolume prints a volume's progress until it is ready or failed, or
 // with gone until it is forgotten. Exit code 0 on success, 1 on failure.

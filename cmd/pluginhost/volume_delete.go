@@ -65,30 +65,18 @@ func (m *Meta) removeVolume(name string, args []string, deregister bool) int {
 		return m.usageError(name, "This command takes one argument: the volume ID")
 	}
 	id := fs.Arg(0)
-	client, err := m.client()
-	if err != nil {
-		return m.fail("connecting to the agent", err)
-	}
-	defer client.Close()
-	var stream *api.EventStream
-	if !detach {
-		if stream, err = client.Events(m.Ctx, api.TopicVolume); err != nil {
-			return m.fail("subscribing to events", err)
+	return m.followRequest(detach, false, func(client *api.Client) (*api.CSIVolume, error) {
+		var v *api.CSIVolume
+		var err error
+		if deregister {
+			v, err = client.DeregisterVolume(m.Ctx, id, force)
+		} else {
+			v, err = client.DeleteVolume(m.Ctx, id)
 		}
-		defer stream.Close()
-	}
-	var v *api.CSIVolume
-	if deregister {
-		v, err = client.DeregisterVolume(m.Ctx, id, force)
-	} else {
-		v, err = client.DeleteVolume(m.Ctx, id)
-	}
-	if err != nil {
-		return m.fail(fmt.Sprintf("%s %q", name, id), err)
-	}
-	m.Ui.Output(fmt.Sprintf("==> %s: Volume %q: %s recorded", formatTime(m.now()), v.ID, v.Desired))
-	if detach {
-		return 0
-	}
-	return m.followVolume(client, stream, v, true)
+		if err != nil {
+			return nil, &requestError{fmt.Sprintf("%s %q", name, id), err}
+		}
+		m.Ui.Output(fmt.Sprintf("==> %s: Volume %q: %s recorded", formatTime(m.now()), v.ID, v.Desired))
+		return v, nil
+	})
 }
