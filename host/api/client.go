@@ -361,6 +361,14 @@ func (c *Client) CreateVolumeSource(ctx context.Context, id, filename string, sr
 	return &out, c.do(ctx, http.MethodPut, "/v1/volume/csi/"+url.PathEscape(id)+"/create", nil, req, &out)
 }
 
+// CreateVolume submits a decoded volume for creation (Nomad's
+// {"Volumes": [...]} shape); the agent validates it as it would a file.
+func (c *Client) CreateVolume(ctx context.Context, v *CSIVolume) (*CSIVolumeRegisterResponse, error) {
+	var out CSIVolumeRegisterResponse
+	req := &CSIVolumeRegisterRequest{Volumes: []*CSIVolume{v}}
+	return &out, c.do(ctx, http.MethodPut, "/v1/volume/csi/"+url.PathEscape(v.ID)+"/create", nil, req, &out)
+}
+
 // RegisterVolumeSource submits a volume specification file's text for
 // registration.
 func (c *Client) RegisterVolumeSource(ctx context.Context, id, filename string, src []byte) (*CSIVolumeRegisterResponse, error) {
