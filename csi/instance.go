@@ -23,6 +23,12 @@ type instanceConfig struct {
 	// the instance's goroutine) and on stop (from stop's caller). announce
 	// is false for a stop that should not be reported as a health change.
 	onUpdate func(prev, cur *Fingerprint, announce bool)
+	// standIn, when set, is the healthy fingerprint of the allocation this
+	// instance displaced (a rolling update): status views show it until
+	// this instance's own first fingerprint is done, so a plugin whose new
+	// allocation registered a moment ago is not reported with no healthy
+	// instance for the length of one round trip.
+	standIn *Fingerprint
 }
 
 // instanceManager fingerprints one plugin allocation of one type: at once
@@ -209,6 +215,9 @@ func (im *instanceManager) stopNow(reason string, announce bool) {
 func (im *instanceManager) fingerprint() *Fingerprint {
 	im.mu.Lock()
 	defer im.mu.Unlock()
+	if !im.fp.FingerprintDone && im.cfg.standIn != nil {
+		return im.cfg.standIn.Copy()
+	}
 	return im.fp.Copy()
 }
 

@@ -234,6 +234,12 @@ func (m *Manager) Lend(socket string, conn grpc.ClientConnInterface) (withdraw f
 func (m *Manager) replaceLocked(info *dynamic.PluginInfo) *instanceManager {
 	key := instanceKey{info.Type, info.Name}
 	old := m.instances[key]
+	var standIn *Fingerprint
+	if old != nil && old.info().AllocID != info.AllocID {
+		if fp := old.fingerprint(); fp.Healthy {
+			standIn = fp
+		}
+	}
 	im := newInstanceManager(instanceConfig{
 		info:     info.Copy(),
 		logger:   m.logger,
@@ -241,6 +247,7 @@ func (m *Manager) replaceLocked(info *dynamic.PluginInfo) *instanceManager {
 		timeout:  m.cfg.FingerprintTimeout,
 		acquire:  m.clients.acquire,
 		onUpdate: m.instanceUpdated,
+		standIn:  standIn,
 	})
 	m.instances[key] = im
 	im.start(m.ctx)
