@@ -379,6 +379,11 @@ func TestVolumeCreateIdempotentAndExpand(t *testing.T) {
 	}
 
 	// The same request again: the same record, no work queued, no call.
+	// (First let the pass that recorded "ready" return: the record is
+	// written before its pass ends.)
+	if err := vm.queue.AddAndWait(t.Context(), "v1"); err != nil {
+		t.Fatal(err)
+	}
 	again, err := vm.Create(volSpec("v1", "mock", mib))
 	if err != nil {
 		t.Fatal(err)
@@ -589,6 +594,12 @@ func TestVolumePermanentErrorFails(t *testing.T) {
 		!strings.Contains(v.LastError, "mockcsi: injected failure of CreateVolume") || v.ExternalID != "" {
 		t.Fatalf("after a permanent error: %+v", v)
 	}
+	// The record says failed before the pass that wrote it has returned:
+	// wait for a pass after it (a no-op on a settled volume), then no
+	// retry may be scheduled.
+	if err := vm.queue.AddAndWait(t.Context(), "bad"); err != nil {
+		t.Fatal(err)
+	}
 	if vm.QueueStatus("bad").Pending {
 		t.Fatal("a permanent failure is queued for retry")
 	}
@@ -626,6 +637,9 @@ func TestVolumeWaitsForPlugin(t *testing.T) {
 	c := log.waitFor(t, "waiting", func(c volChange) bool { return strings.HasPrefix(c.V.StateDescription, "waiting") })
 	if c.V.StateDescription != `waiting for plugin "late"` || c.V.State != StatePending || c.V.Attempts != 0 || c.V.LastError != "" {
 		t.Fatalf("waiting record %+v", c.V)
+	}
+	if err := vm.queue.AddAndWait(t.Context(), "early"); err != nil {
+		t.Fatal(err)
 	}
 	if st := vm.QueueStatus("early"); st.Pending || st.Attempts != 0 {
 		t.Fatalf("waiting is retried: %+v", st)
