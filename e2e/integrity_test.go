@@ -122,13 +122,16 @@ func TestInterruptedUpdateFinishes(t *testing.T) {
 	if n := len(topMarked(m2)); n != count {
 		t.Fatalf("%d processes of version 1 run, want %d", n, count)
 	}
-	j, err := a.client.Job(ctx, "upd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s := j.JobSummary.Summary["g"]; s.Running != count {
-		t.Fatalf("job status counts %d running, %d run: %+v", s.Running, count, s)
-	}
+	// The summary counts what runs: once the old version's allocations
+	// have recorded their end (an event after their processes are gone),
+	// exactly the new ones. It used to say "Running 3" while 6 ran.
+	a.mustWait("job status counting what runs", 30*time.Second, func(ctx context.Context) (bool, error) {
+		j, err := a.client.Job(ctx, "upd")
+		if err != nil {
+			return false, err
+		}
+		return j.JobSummary.Summary["g"].Running == count, nil
+	}, api.TopicAllocation)
 
 	// Re-submitting the first version is a new version, not "unchanged".
 	resp, err := a.client.RegisterJobSource(ctx, "upd.hcl", []byte(jobHCL("upd", group, shTask("t", m1, sleeper))))
