@@ -69,7 +69,7 @@ func (a *Agent) submitLocked(job *jobspec.Job) (*api.JobRegisterResponse, error)
 	err := a.db.Update(func(tx *state.Tx) error {
 		var err error
 		runners = nil
-		res, err = tx.SubmitJob(job, time.Now(), jobspec.Equal)
+		res, err = tx.SubmitJob(job, time.Now())
 		if err != nil || !res.Changed {
 			return err
 		}

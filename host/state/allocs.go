@@ -180,16 +180,7 @@ func (db *DB) PutAlloc(a *Alloc) error {
 // DeleteAlloc removes an allocation and all of its tasks' records; a missing
 // allocation is not an error.
 func (db *DB) DeleteAlloc(allocID string) error {
-	if err := checkName("alloc ID", allocID); err != nil {
-		return fmt.Errorf("delete alloc: %w", err)
-	}
-	return db.update("delete alloc "+allocID, func(tx *bbolt.Tx) error {
-		err := tx.Bucket([]byte(bucketAllocs)).DeleteBucket([]byte(allocID))
-		if errors.Is(err, bbolt.ErrBucketNotFound) {
-			return nil
-		}
-		return err
-	})
+	return db.Update(func(tx *Tx) error { return tx.DeleteAlloc(allocID) })
 }
 
 // Allocs returns every allocation record, ordered by ID.

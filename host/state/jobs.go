@@ -97,10 +97,10 @@ type SubmitResult struct {
 
 // SubmitJob records job as the next version of its job (the first, 0, for
 // an unknown job) and makes it the one that should run, unless it equals
-// the current version of a job that is not stopped. same compares two
-// specs. The version, the record and whatever else the caller writes in tx
+// the current version of a job that is not stopped (jobspec.Equal). The
+// version, the record and whatever else the caller writes in tx
 // (the new version's allocations) commit together or not at all.
-func (t *Tx) SubmitJob(job *jobspec.Job, now time.Time, same func(a, b *jobspec.Job) bool) (*SubmitResult, error) {
+func (t *Tx) SubmitJob(job *jobspec.Job, now time.Time) (*SubmitResult, error) {
 	if job == nil {
 		return nil, errors.New("submit job: nil job")
 	}
@@ -117,7 +117,7 @@ func (t *Tx) SubmitJob(job *jobspec.Job, now time.Time, same func(a, b *jobspec.
 	}
 	// The same spec again is a change after a stop, and after a failed
 	// roll-out: re-submitting is how a user retries it.
-	if !cur.Job.Stop && !cur.Job.Failed(cur.Job.Version) && cur.Spec != nil && same(cur.Spec.Job, job) {
+	if !cur.Job.Stop && !cur.Job.Failed(cur.Job.Version) && cur.Spec != nil && jobspec.Equal(cur.Spec.Job, job) {
 		return &SubmitResult{Job: cur.Job, Changed: false}, nil
 	}
 	rec := *cur.Job
@@ -205,16 +205,6 @@ func (t *Tx) Job(id string) (*JobState, error) {
 		return nil, fmt.Errorf("job %s: %w", id, ErrJobNotFound)
 	}
 	return readJob([]byte(id), jb)
-}
-
-// PutAllocs inserts or replaces several allocation records.
-func (t *Tx) PutAllocs(allocs ...*Alloc) error {
-	for _, a := range allocs {
-		if err := t.PutAlloc(a); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Job reads a job's record and current version; ErrJobNotFound if unknown.

@@ -25,7 +25,7 @@ func submit(t *testing.T, db *DB, job *jobspec.Job, now time.Time) *SubmitResult
 	var res *SubmitResult
 	if err := db.Update(func(tx *Tx) error {
 		var err error
-		res, err = tx.SubmitJob(job, now, jobspec.Equal)
+		res, err = tx.SubmitJob(job, now)
 		return err
 	}); err != nil {
 		t.Fatalf("SubmitJob(%s): %v", job.ID, err)
@@ -158,11 +158,16 @@ func TestSubmitJobCommitsWithAllocs(t *testing.T) {
 	}
 
 	if err := db.Update(func(tx *Tx) error {
-		res, err := tx.SubmitJob(jobRev("web", 0), t0, jobspec.Equal)
+		res, err := tx.SubmitJob(jobRev("web", 0), t0)
 		if err != nil {
 			return err
 		}
-		return tx.PutAllocs(alloc("a0", jobRev("web", 0), res.Job.Version), alloc("a1", jobRev("web", 0), res.Job.Version))
+		for _, id := range []string{"a0", "a1"} {
+			if err := tx.PutAlloc(alloc(id, jobRev("web", 0), res.Job.Version)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +180,7 @@ func TestSubmitJobCommitsWithAllocs(t *testing.T) {
 	jobsBefore, allocsBefore := rawBucket(t, db, bucketJobs), rawBucket(t, db, bucketAllocs)
 	errLate := errors.New("late failure")
 	err = db.Update(func(tx *Tx) error {
-		res, err := tx.SubmitJob(jobRev("web", 1), t0.Add(time.Minute), jobspec.Equal)
+		res, err := tx.SubmitJob(jobRev("web", 1), t0.Add(time.Minute))
 		if err != nil || !res.Changed || res.Job.Version != 1 {
 			return fmt.Errorf("submit in tx: %v %+v", err, res)
 		}
@@ -203,7 +208,7 @@ func TestSubmitJobCommitsWithAllocs(t *testing.T) {
 
 	// The same update, succeeding, commits all of it.
 	if err := db.Update(func(tx *Tx) error {
-		if _, err := tx.SubmitJob(jobRev("web", 1), t0.Add(time.Minute), jobspec.Equal); err != nil {
+		if _, err := tx.SubmitJob(jobRev("web", 1), t0.Add(time.Minute)); err != nil {
 			return err
 		}
 		if err := tx.DeleteAlloc("a0"); err != nil {
@@ -243,7 +248,7 @@ func TestJobVersionsKeepsLast(t *testing.T) {
 	// Several submissions in one commit are trimmed the same way.
 	if err := db.Update(func(tx *Tx) error {
 		for rev := range 10 {
-			if _, err := tx.SubmitJob(jobRev("batch", rev), t0, jobspec.Equal); err != nil {
+			if _, err := tx.SubmitJob(jobRev("batch", rev), t0); err != nil {
 				return err
 			}
 		}
@@ -287,7 +292,7 @@ func TestJobsAndDelete(t *testing.T) {
 		t.Fatalf("resubmitted deleted job: %+v", res.Job)
 	}
 	if err := db.Update(func(tx *Tx) error {
-		_, err := tx.SubmitJob(&jobspec.Job{}, t0, jobspec.Equal)
+		_, err := tx.SubmitJob(&jobspec.Job{}, t0)
 		return err
 	}); err == nil {
 		t.Fatal("SubmitJob without an ID succeeded")
