@@ -25,61 +25,94 @@ import (
 	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
 )
 
-// want is one expected diagnostic, written in a corpus file's leading
-// comment as `# want: LINE:COL: Summary`.
+// want is one expected diagnostic: `LINE:COL: Summary`.
 type want struct {
 	line, col int
 	summary   string
 }
 
-// readWants collects the `# want:` lines at the top of a corpus file; a file
-// may expect several diagnostics.
-func readWants(t *testing.T, src []byte) []want {
+// parseWant reads one `LINE:COL: Summary` expectation.
+func parseWant(t *testing.T, file, text string) want {
+	t.Helper()
+	parts := strings.SplitN(text, ":", 3)
+	if len(parts) != 3 {
+		t.Fatalf("%s: malformed want line %q", file, text)
+	}
+	line, err1 := strconv.Atoi(parts[0])
+	col, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		t.Fatalf("%s: malformed want line %q", file, text)
+	}
+	return want{line, col, strings.TrimSpace(parts[2])}
+}
+
+// readWants collects a corpus file's expectations: the `# want:` lines at
+// the top of an HCL file, or for a JSON file (JSON has no comments) the
+// lines of its NAME.json.want sidecar. A file may expect several.
+func readWants(t *testing.T, file string) []want {
 	t.Helper()
 	var out []want
-	sc := bufio.NewScanner(bytes.NewReader(src))
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "# want: ")
-		if !ok {
-			break
+	if strings.HasSuffix(file, ".json") {
+		src, err := os.ReadFile(file + ".want")
+		if err != nil {
+			t.Fatalf("every JSON corpus file needs a .want sidecar: %v", err)
 		}
-		parts := strings.SplitN(rest, ":", 3)
-		if len(parts) != 3 {
-			t.Fatalf("malformed want line %q", sc.Text())
+		sc := bufio.NewScanner(bytes.NewReader(src))
+		for sc.Scan() {
+			if strings.TrimSpace(sc.Text()) != "" {
+				out = append(out, parseWant(t, file+".want", sc.Text()))
+			}
 		}
-		line, err1 := strconv.Atoi(parts[0])
-		col, err2 := strconv.Atoi(parts[1])
-		if err1 != nil || err2 != nil {
-			t.Fatalf("malformed want line %q", sc.Text())
+	} else {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
 		}
-		out = append(out, want{line, col, strings.TrimSpace(parts[2])})
+		sc := bufio.NewScanner(bytes.NewReader(src))
+		for sc.Scan() {
+			rest, ok := strings.CutPrefix(sc.Text(), "# want: ")
+			if !ok {
+				break
+			}
+			out = append(out, parseWant(t, file, rest))
+		}
 	}
 	if len(out) == 0 {
-		t.Fatal("corpus file has no `# want: LINE:COL: Summary` line")
+		t.Fatalf("%s: no `LINE:COL: Summary` expectation (`# want:` lines, or a .json.want sidecar)", file)
 	}
 	return out
 }
 
-// CheckBadCorpus runs every file of dir through parse and checks that each
-// expected diagnostic is reported at its position, that every diagnostic is
-// located, and that the rendered error shows file:line:col.
+// CheckBadCorpus runs every .hcl and .json file of dir through parse and
+// checks that each expected diagnostic is reported at its position, that
+// every diagnostic is located, and that the rendered error shows
+// file:line:col. A .json.want sidecar without its file is an error too.
 func CheckBadCorpus(t *testing.T, dir string, parse func(path string) error) {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.hcl"))
+	var files []string
+	for _, pattern := range []string{"*.hcl", "*.json"} {
+		m, err := filepath.Glob(filepath.Join(dir, pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	sidecars, err := filepath.Glob(filepath.Join(dir, "*.json.want"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, w := range sidecars {
+		if _, err := os.Stat(strings.TrimSuffix(w, ".want")); err != nil {
+			t.Errorf("%s has no corpus file: %v", w, err)
+		}
 	}
 	if len(files) == 0 {
 		t.Fatalf("no corpus files in %s", dir)
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			src, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wants := readWants(t, src)
-			err = parse(f)
+			wants := readWants(t, f)
+			err := parse(f)
 			var de *hclstrict.DiagnosticsError
 			if !errors.As(err, &de) {
 				t.Fatalf("want a *hclstrict.DiagnosticsError, got %T: %v", err, err)
