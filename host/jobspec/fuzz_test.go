@@ -1,12 +1,11 @@
 package jobspec
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
+	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict/corpustest"
 )
 
 // FuzzParse checks that no input panics the parser and that every failure is
@@ -45,20 +44,6 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		var de *hclstrict.DiagnosticsError
-		if !errors.As(err, &de) {
-			t.Fatalf("error is %T, not a DiagnosticsError: %v", err, err)
-		}
-		if len(de.Diags) == 0 {
-			t.Fatal("DiagnosticsError without diagnostics")
-		}
-		for _, d := range de.Diags {
-			if d.Subject == nil {
-				t.Fatalf("diagnostic without location: %s: %s", d.Summary, d.Detail)
-			}
-		}
-		if de.Error() == "" {
-			t.Fatal("empty error text")
-		}
+		corpustest.CheckLocated(t, err)
 	})
 }

@@ -1,13 +1,12 @@
 package volumespec
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
+	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict/corpustest"
 )
 
 // FuzzParse checks that no input panics the parser, in either syntax, and
@@ -50,21 +49,7 @@ func FuzzParse(f *testing.F) {
 				}
 				continue
 			}
-			var de *hclstrict.DiagnosticsError
-			if !errors.As(err, &de) {
-				t.Fatalf("error is %T, not a DiagnosticsError: %v", err, err)
-			}
-			if len(de.Diags) == 0 {
-				t.Fatal("DiagnosticsError without diagnostics")
-			}
-			for _, d := range de.Diags {
-				if d.Subject == nil {
-					t.Fatalf("diagnostic without location: %s: %s", d.Summary, d.Detail)
-				}
-			}
-			if de.Error() == "" {
-				t.Fatal("empty error text")
-			}
+			corpustest.CheckLocated(t, err)
 		}
 	})
 }

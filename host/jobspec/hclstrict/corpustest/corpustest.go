@@ -141,3 +141,25 @@ func CheckBadCorpus(t *testing.T, dir string, parse func(path string) error) {
 		})
 	}
 }
+
+// CheckLocated fails t unless err is a *hclstrict.DiagnosticsError with at
+// least one diagnostic, every one located, and a non-empty text: the
+// promise every parse error keeps, which the fuzz targets check.
+func CheckLocated(t testing.TB, err error) {
+	t.Helper()
+	var de *hclstrict.DiagnosticsError
+	if !errors.As(err, &de) {
+		t.Fatalf("error is %T, not a DiagnosticsError: %v", err, err)
+	}
+	if len(de.Diags) == 0 {
+		t.Fatal("DiagnosticsError without diagnostics")
+	}
+	for _, d := range de.Diags {
+		if d.Subject == nil {
+			t.Fatalf("diagnostic without location: %s: %s", d.Summary, d.Detail)
+		}
+	}
+	if de.Error() == "" {
+		t.Fatal("empty error text")
+	}
+}
