@@ -97,32 +97,18 @@ func (vm *VolumeManager) ListSnapshots(ctx context.Context, pluginID string) ([]
 		return nil, err
 	}
 	byExternal := vm.externalIndex()
-	var out []*Snapshot
-	token := ""
-	for page := 0; ; page++ {
-		if page > maxPages {
-			return out, fmt.Errorf("listing snapshots of plugin %q: more than %d pages", pluginID, maxPages)
-		}
-		cctx, cancel := context.WithTimeout(ctx, vm.cfg.RPCTimeout)
-		resp, err := c.ListSnapshots(cctx, &csipb.ListSnapshotsRequest{StartingToken: token})
-		cancel()
-		if err != nil {
-			return out, fmt.Errorf("listing snapshots of plugin %q: %w", pluginID, err)
-		}
-		for _, e := range resp.GetEntries() {
-			s := fromSnapshot(pluginID, e.GetSnapshot())
-			s.SourceVolume = byExternal[s.SourceVolumeID]
-			out = append(out, s)
-		}
-		if token = resp.GetNextToken(); token == "" {
-			return out, nil
-		}
-	}
+	return paginate(ctx, vm.cfg.RPCTimeout, fmt.Sprintf("snapshots of plugin %q", pluginID),
+		func(ctx context.Context, token string) ([]*Snapshot, string, error) {
+			resp, err := c.ListSnapshots(ctx, &csipb.ListSnapshotsRequest{StartingToken: token})
+			var page []*Snapshot
+			for _, e := range resp.GetEntries() {
+				s := fromSnapshot(pluginID, e.GetSnapshot())
+				s.SourceVolume = byExternal[s.SourceVolumeID]
+				page = append(page, s)
+			}
+			return page, resp.GetNextToken(), err
+		})
 }
-
-// maxPages bounds a paginated listing, so a plugin that keeps answering
-// with a next token cannot keep a request running for ever.
-const maxPages = 10000
 
 // ExternalVolumes lists the volumes a plugin reports (ListVolumes,
 // following its pagination), each with the agent's volume of that ID.
@@ -132,24 +118,41 @@ func (vm *VolumeManager) ExternalVolumes(ctx context.Context, pluginID string) (
 		return nil, err
 	}
 	byExternal := vm.externalIndex()
-	var out []*ExternalVolume
+	return paginate(ctx, vm.cfg.RPCTimeout, fmt.Sprintf("volumes of plugin %q", pluginID),
+		func(ctx context.Context, token string) ([]*ExternalVolume, string, error) {
+			resp, err := c.ListVolumes(ctx, &csipb.ListVolumesRequest{StartingToken: token})
+			var page []*ExternalVolume
+			for _, e := range resp.GetEntries() {
+				id := e.GetVolume().GetVolumeId()
+				page = append(page, &ExternalVolume{ExternalID: id, Capacity: e.GetVolume().GetCapacityBytes(),
+					Volume: byExternal[id], PublishedNodeIDs: e.GetStatus().GetPublishedNodeIds()})
+			}
+			return page, resp.GetNextToken(), err
+		})
+}
+
+// maxPages bounds a paginated listing, so a plugin that keeps answering
+// with a next token cannot keep a request running for ever.
+const maxPages = 10000
+
+// paginate follows a CSI listing's next_token to the end, each page call
+// bounded by timeout; what names the listing in errors.
+func paginate[E any](ctx context.Context, timeout time.Duration, what string,
+	page func(ctx context.Context, token string) ([]E, string, error)) ([]E, error) {
+	var out []E
 	token := ""
-	for page := 0; ; page++ {
-		if page > maxPages {
-			return out, fmt.Errorf("listing volumes of plugin %q: more than %d pages", pluginID, maxPages)
+	for n := 0; ; n++ {
+		if n > maxPages {
+			return out, fmt.Errorf("listing %s: more than %d pages", what, maxPages)
 		}
-		cctx, cancel := context.WithTimeout(ctx, vm.cfg.RPCTimeout)
-		resp, err := c.ListVolumes(cctx, &csipb.ListVolumesRequest{StartingToken: token})
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		items, next, err := page(pctx, token)
 		cancel()
 		if err != nil {
-			return out, fmt.Errorf("listing volumes of plugin %q: %w", pluginID, err)
+			return out, fmt.Errorf("listing %s: %w", what, err)
 		}
-		for _, e := range resp.GetEntries() {
-			id := e.GetVolume().GetVolumeId()
-			out = append(out, &ExternalVolume{ExternalID: id, Capacity: e.GetVolume().GetCapacityBytes(),
-				Volume: byExternal[id], PublishedNodeIDs: e.GetStatus().GetPublishedNodeIds()})
-		}
-		if token = resp.GetNextToken(); token == "" {
+		out = append(out, items...)
+		if token = next; token == "" {
 			return out, nil
 		}
 	}
