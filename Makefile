@@ -13,7 +13,7 @@ all: build
 
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/pluginhost ./cmd/pluginhost-logmon ./plugins/mockcsi
+	$(GO) build -o $(BIN)/ ./cmd/pluginhost ./cmd/pluginhost-logmon ./cmd/pluginhost-nsexec ./plugins/mockcsi
 
 run: build
 	PATH="$(BIN):$$PATH" $(BIN)/pluginhost agent -dev

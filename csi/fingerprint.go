@@ -39,6 +39,10 @@ type Fingerprint struct {
 	ControllerCapabilities []string // controllers only
 	NodeCapabilities       []string // nodes only
 	NodeInfo               *NodeInfo
+	// StagingDir is the host directory under which a node plugin stages
+	// and publishes volumes (its registration's StagePublishBaseDir
+	// option); "" when the registration did not say.
+	StagingDir string
 
 	// LastFingerprint is when the latest fingerprint finished.
 	LastFingerprint time.Time
@@ -119,6 +123,7 @@ func newFingerprinter(info *dynamic.PluginInfo, client *Client, clientErr error)
 	if info.ConnectionInfo != nil {
 		f.fp.SocketPath = info.ConnectionInfo.SocketPath
 	}
+	f.fp.StagingDir = info.Options[OptionStagePublishBaseDir]
 	return f
 }
 

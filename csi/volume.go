@@ -39,6 +39,18 @@ type Volume struct {
 	Capacity           int64
 	AccessibleTopology []*Topology
 
+	// Claims are the allocations using the volume, ordered by allocation
+	// ID (claim.go).
+	Claims []*Claim
+	// ControllerPublish is the volume's ControllerPublish to this node:
+	// "" (none), "publishing" (asked for, or about to be: a release must
+	// undo it) or "published", with the answer's PublishContext, which
+	// every node call passes. NodeID is the node plugin's ID it was
+	// published to.
+	ControllerPublish ControllerPublishState
+	PublishContext    map[string]string
+	NodeID            string
+
 	// Origin says how the agent came to know the volume.
 	Origin VolumeOrigin
 	// Desired is what should become of it.
@@ -107,6 +119,14 @@ const (
 	DesiredDeregistered VolumeDesired = "deregistered"
 )
 
+// ControllerPublishState is how far a volume's ControllerPublish got.
+type ControllerPublishState string
+
+const (
+	ControllerPublishing ControllerPublishState = "publishing"
+	ControllerPublished  ControllerPublishState = "published"
+)
+
 // VolumeState is the reconciler's progress towards Desired.
 type VolumeState string
 
@@ -150,6 +170,13 @@ func (v *Volume) Clone() *Volume {
 	}
 	c.AccessibleTopology = cloneTopologies(v.AccessibleTopology)
 	c.Secrets, c.Parameters, c.Context = cloneMap(v.Secrets), cloneMap(v.Parameters), cloneMap(v.Context)
+	c.PublishContext = cloneMap(v.PublishContext)
+	if v.Claims != nil {
+		c.Claims = make([]*Claim, len(v.Claims))
+		for i, cl := range v.Claims {
+			c.Claims[i] = cl.clone()
+		}
+	}
 	return &c
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,6 +56,9 @@ type VolumeManagerConfig struct {
 	// BaseDelay and MaxDelay bound the retry delay of a failed attempt
 	// (see reconcile.Config); zero means the queue's defaults.
 	BaseDelay, MaxDelay time.Duration
+	// Allocs, if set, tells whether a claim's allocation ended; claims of
+	// ended allocations are released without anyone asking.
+	Allocs AllocSource
 	// OnChange, if set, is called after every change of a volume's record
 	// (deleted: the record is gone), from the goroutine that made it, with
 	// the record lock held, in the order of the changes. It must not call
@@ -114,7 +118,9 @@ func (vm *VolumeManager) Start(ctx context.Context) error {
 		return fmt.Errorf("csi volumes: loading: %w", err)
 	}
 	for _, v := range vols {
-		if !v.Settled() {
+		if !v.Settled() || len(v.Claims) > 0 {
+			// Claims too: their allocations may have ended while the
+			// agent was down.
 			vm.queue.Add(v.ID)
 		}
 	}
@@ -134,7 +140,7 @@ func (vm *VolumeManager) PluginChanged(pluginID string) {
 		return
 	}
 	for _, v := range vols {
-		if v.PluginID == pluginID && !v.Settled() {
+		if v.PluginID == pluginID && (!v.Settled() || !v.claimsSettled()) {
 			vm.queue.Add(v.ID)
 		}
 	}
@@ -337,6 +343,10 @@ func (vm *VolumeManager) setDesired(id string, d VolumeDesired) (*Volume, error)
 	if err != nil {
 		return nil, err
 	}
+	if live := liveClaims(v); len(live) > 0 {
+		return nil, requestErrorf("ID", "volume %q is in use by allocation %s; stop it first (claims of allocations that ended are released on their own; `volume detach` releases them now)",
+			id, strings.Join(live, ", "))
+	}
 	if d == DesiredDeleted && v.Origin == OriginRegistered && v.ExternalID == "" {
 		return nil, requestErrorf("ID", "volume %q has no external ID to delete", id)
 	}
@@ -401,8 +411,10 @@ func (vm *VolumeManager) WaitSettled(ctx context.Context, id string) (*Volume, e
 // QueueStatus reports whether work is queued or running for the volume.
 func (vm *VolumeManager) QueueStatus(id string) reconcile.Status { return vm.queue.Status(id) }
 
-// reconcile takes the next step for one volume. See doc.go, "Volumes".
-func (vm *VolumeManager) reconcile(ctx context.Context, id string) (reconcile.Result, error) {
+// reconcileVolume takes the next step of the volume's own work (create,
+// expand, validate, delete, forget); claims.go calls it. See doc.go,
+// "Volumes".
+func (vm *VolumeManager) reconcileVolume(ctx context.Context, id string) (reconcile.Result, error) {
 	v, err := vm.cfg.Store.Volume(id)
 	if errors.Is(err, ErrVolumeNotFound) {
 		vm.queue.Forget(id)

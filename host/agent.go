@@ -37,6 +37,9 @@ type Options struct {
 	// LogmonCommand starts a log shipper; nil means this binary's
 	// `logmon` subcommand.
 	LogmonCommand []string
+	// NsexecCommand starts a task that has volumes (package mountns); nil
+	// means this binary's `nsexec` subcommand.
+	NsexecCommand []string
 	// ExtraHooks adds task hooks after the CSI plugin supervisor, which
 	// every agent has. Nil means none.
 	ExtraHooks func(req *taskrunner.HookRequest) []taskrunner.Hook
@@ -199,6 +202,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		Store:         a.db,
 		Drivers:       drivers,
 		LogmonCommand: opts.LogmonCommand,
+		NsexecCommand: opts.NsexecCommand,
 		OnEvent:       a.taskQueue.push,
 		NodeName:      cfg.NodeName,
 		NodeID:        nodeID,

@@ -105,6 +105,7 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 	agent, err := host.NewAgent(cfg, host.Options{
 		Logger:        logger,
 		LogmonCommand: logmonCommand(exe),
+		NsexecCommand: nsexecCommand(exe),
 	})
 	if err != nil {
 		ui.Error(err.Error())

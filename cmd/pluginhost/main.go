@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/cli"
 
 	"github.com/pluginhost/pluginhost/host/logmon"
+	"github.com/pluginhost/pluginhost/host/mountns"
 )
 
 // version is the release, stamped at link time with
@@ -25,6 +26,11 @@ func main() {
 	// hand it the process before main installs handlers it would inherit.
 	if len(os.Args) > 1 && os.Args[1] == "logmon" {
 		os.Exit(logmon.Main(os.Args[2:]))
+	}
+	// The mount helper execs the task in place: nothing of the CLI may run
+	// first.
+	if len(os.Args) > 1 && os.Args[1] == "nsexec" {
+		os.Exit(mountns.Main(os.Args[2:]))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// After the first signal, restore the default handlers so that a

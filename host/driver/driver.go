@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/pluginhost/pluginhost/host/mountns"
 )
 
 // Errors a caller can tell apart with errors.Is.
@@ -52,6 +54,12 @@ type StartRequest struct {
 	// SocketDir is the allocation's socket directory (0700); go_plugin
 	// creates the plugin's socket directory inside it.
 	SocketDir string
+
+	// Mounts are the task's volumes, bound into a mount namespace of its
+	// own before its binary runs, by the MountHelper command (package
+	// mountns).
+	Mounts      []mountns.Mount
+	MountHelper []string
 
 	// Stdout and Stderr receive the task's output (the log shipper's pipes).
 	// The driver passes them to the child; the caller closes its copies.

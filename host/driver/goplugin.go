@@ -135,7 +135,11 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 		// The task's environment is exactly what the job asked for.
 		SkipHostEnv: true,
 		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
-			pr = newPluginRunner(path, req, spec.Env)
+			r, err := newPluginRunner(path, req, spec.Env)
+			if err != nil {
+				return nil, err
+			}
+			pr = r
 			return pr, nil
 		},
 		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: req.SocketDir},

@@ -9,7 +9,7 @@ import (
 )
 
 // Binaries built once for the package's tests.
-var testTask, testPlugin string
+var testTask, testPlugin, testNsexec string
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -22,7 +22,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	for name, pkg := range map[string]string{"testtask": "./internal/testtask", "testplugin": "./internal/testplugin"} {
+	for name, pkg := range map[string]string{
+		"testtask": "./internal/testtask", "testplugin": "./internal/testplugin", "nsexec": "../../cmd/pluginhost-nsexec",
+	} {
 		out := filepath.Join(dir, name)
 		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, b)
@@ -30,5 +32,6 @@ func run(m *testing.M) int {
 		}
 	}
 	testTask, testPlugin = filepath.Join(dir, "testtask"), filepath.Join(dir, "testplugin")
+	testNsexec = filepath.Join(dir, "nsexec")
 	return m.Run()
 }

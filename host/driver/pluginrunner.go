@@ -22,13 +22,16 @@ type pluginRunner struct {
 	p       *proc
 }
 
-func newPluginRunner(path string, req *StartRequest, pluginEnv []string) *pluginRunner {
-	cmd := exec.Command(path, req.Args...)
+func newPluginRunner(path string, req *StartRequest, pluginEnv []string) (*pluginRunner, error) {
+	cmd, err := taskCommand(path, req)
+	if err != nil {
+		return nil, err
+	}
 	cmd.Dir = req.WorkDir
 	env := append([]string{}, req.Env...)
 	cmd.Env = append(env, pluginEnv...)
 	cmd.Stderr = req.Stderr
-	return &pluginRunner{cmd: cmd}
+	return &pluginRunner{cmd: cmd}, nil
 }
 
 func (r *pluginRunner) Start(ctx context.Context) error {

@@ -3,7 +3,6 @@ package driver
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"sync"
 	"syscall"
 	"time"
@@ -34,7 +33,10 @@ func (d *RawExec) Start(ctx context.Context, req *StartRequest) (Task, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(path, req.Args...)
+	cmd, err := taskCommand(path, req)
+	if err != nil {
+		return nil, err
+	}
 	cmd.Dir = req.WorkDir
 	cmd.Env = append([]string{}, req.Env...)
 	cmd.Stdout = req.Stdout

@@ -30,6 +30,9 @@ type Config struct {
 	Drivers map[string]driver.Driver
 	// LogmonCommand starts a log shipper; default [this binary, "logmon"].
 	LogmonCommand []string
+	// NsexecCommand starts a task that has volumes, in a mount namespace
+	// of its own (package mountns); default [this binary, "nsexec"].
+	NsexecCommand []string
 	// ExtraHooks returns more hooks for a task (the CSI supervisor); it
 	// may return nil. They run after the built-in hooks.
 	ExtraHooks func(req *HookRequest) []Hook
@@ -83,6 +86,13 @@ func (c *Config) validate() error {
 			return fmt.Errorf("taskrunner: locate own binary for logmon: %w", err)
 		}
 		c.LogmonCommand = []string{exe, "logmon"}
+	}
+	if len(c.NsexecCommand) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("taskrunner: locate own binary for nsexec: %w", err)
+		}
+		c.NsexecCommand = []string{exe, "nsexec"}
 	}
 	if c.StartTimeout == 0 {
 		c.StartTimeout = time.Minute
