@@ -297,6 +297,19 @@ func liveClaims(v *Volume) []string {
 	return out
 }
 
+// ClaimOf returns a copy of the allocation's claim on the volume.
+func (vm *VolumeManager) ClaimOf(volumeID, allocID string) (*Claim, error) {
+	v, err := vm.cfg.Store.Volume(volumeID)
+	if err != nil {
+		return nil, err
+	}
+	c := v.claim(allocID)
+	if c == nil {
+		return nil, fmt.Errorf("volume %q: allocation %s has no claim: %w", volumeID, allocID, ErrClaimFailed)
+	}
+	return c, nil
+}
+
 // ErrClaimFailed wraps why an allocation's claim can never be mounted.
 var ErrClaimFailed = errors.New("volume claim failed")
 

@@ -51,6 +51,7 @@ func newEnvAt(t testing.TB, sub, extraConfig string) *env {
 	// The agent starts the standalone log shipper when it sits next to
 	// the agent's binary, as `make build` and a release put it.
 	testbin.MustPath(t, "pluginhost-logmon")
+	testbin.MustPath(t, "pluginhost-nsexec")
 	bin := testbin.MustPath(t, "pluginhost")
 	root, err := os.MkdirTemp("", "ph-e2e-")
 	if err != nil {
@@ -85,6 +86,7 @@ func (e *env) cleanup() {
 		a.kill()
 	}
 	killMatching(e.root)
+	unmountUnder(e.t, e.root)
 	if e.t.Failed() {
 		for _, a := range agents {
 			e.t.Logf("agent (pid %d) output:\n%s", a.pid(), a.output())

@@ -166,7 +166,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	}
 
 	a.volumes, err = csi.NewVolumeManager(csi.VolumeManagerConfig{
-		Store: a.db, Plugins: a.csi, Logger: logger, OnChange: a.onVolumeChange,
+		Store: a.db, Plugins: a.csi, Logger: logger, OnChange: a.onVolumeChange, Allocs: a.db,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent: volume manager: %w", err)
@@ -203,12 +203,18 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		Drivers:       drivers,
 		LogmonCommand: opts.LogmonCommand,
 		NsexecCommand: opts.NsexecCommand,
-		OnEvent:       a.taskQueue.push,
-		NodeName:      cfg.NodeName,
-		NodeID:        nodeID,
-		Datacenter:    cfg.Datacenter,
-		LogLevel:      cfg.LogLevel,
-		Logger:        logger,
+		AllocHooks: func(req *taskrunner.AllocHookRequest) []taskrunner.AllocHook {
+			if len(req.Group.Volumes) == 0 {
+				return nil
+			}
+			return []taskrunner.AllocHook{volumeHook{a: a}}
+		},
+		OnEvent:    a.taskQueue.push,
+		NodeName:   cfg.NodeName,
+		NodeID:     nodeID,
+		Datacenter: cfg.Datacenter,
+		LogLevel:   cfg.LogLevel,
+		Logger:     logger,
 	}
 	csiHooks, err := csiplugin.NewHook(csiplugin.Config{
 		Registry:      a.registry,

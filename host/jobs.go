@@ -61,6 +61,9 @@ func (a *Agent) submit(job *jobspec.Job) (*api.JobRegisterResponse, error) {
 
 // submitLocked is submit with jobMu held (a reconcile pass reverting).
 func (a *Agent) submitLocked(job *jobspec.Job) (*api.JobRegisterResponse, error) {
+	if err := a.checkClaims(job); err != nil {
+		return nil, err
+	}
 	resp := &api.JobRegisterResponse{JobID: job.ID}
 	var (
 		res     *state.SubmitResult
@@ -92,6 +95,7 @@ func (a *Agent) submitLocked(job *jobspec.Job) (*api.JobRegisterResponse, error)
 	}
 	resp.Version = res.Job.Version
 	resp.Warnings = JobWarnings(job)
+	a.claimAllocs(job, runners)
 	for _, ar := range runners {
 		ar.Recorded()
 		a.track(&allocEntry{runner: ar, jobID: job.ID})

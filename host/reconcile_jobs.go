@@ -61,6 +61,15 @@ func (a *Agent) reconcileJob(ctx context.Context, jobID string) (reconcile.Resul
 	if err := a.createMissing(js, cur); err != nil {
 		return reconcile.Result{}, err
 	}
+	if len(old) > 0 && holdsExclusiveVolume(js.Spec.Job) {
+		// The new allocations need what the old ones hold (a volume that
+		// allows one writer): as Nomad's destructive update does, the old
+		// ones stop first, and their claims are released before the new
+		// ones mount.
+		for _, e := range old {
+			a.stopAsync(e)
+		}
+	}
 	if js.Job.Update != nil && js.Job.Update.Version == js.Job.Version {
 		// Rolled out already: the previous versions have no business.
 		for _, e := range old {

@@ -106,6 +106,18 @@ func (a *Agent) apiVolume(v *csi.Volume) *api.CSIVolume {
 		out.RequestedTopologies = &api.CSITopologyRequest{Required: apiTopologies(t.Required), Preferred: apiTopologies(t.Preferred)}
 	}
 	out.Topologies = apiTopologies(v.AccessibleTopology)
+	out.ControllerPublish = string(v.ControllerPublish)
+	for _, c := range v.Claims {
+		out.Claims = append(out.Claims, apiClaim(c))
+		if c.Desired == csi.ClaimReleased {
+			continue
+		}
+		if c.Mode == csi.ClaimWrite {
+			out.CurrentWriters++
+		} else {
+			out.CurrentReaders++
+		}
+	}
 	if p, ok := a.csi.Plugin(v.PluginID); ok {
 		out.Provider = p.Provider
 		out.ControllerRequired = p.ControllerRequired
@@ -115,6 +127,17 @@ func (a *Agent) apiVolume(v *csi.Volume) *api.CSIVolume {
 			(!p.ControllerRequired || p.ControllersHealthy > 0)
 	}
 	return out
+}
+
+func apiClaim(c *csi.Claim) *api.CSIVolumeClaim {
+	return &api.CSIVolumeClaim{
+		AllocID: c.AllocID, JobID: c.JobID, TaskGroup: c.TaskGroup, Mode: string(c.Mode),
+		AccessMode: c.AccessMode, AttachmentMode: c.AttachmentMode,
+		Desired: string(c.Desired), State: string(c.State), StateDescription: c.StateDescription,
+		Failed: c.Failed, Attempts: c.Attempts, LastError: c.LastError,
+		StagingPath: c.StagingPath, TargetPath: c.TargetPath,
+		CreateTime: c.CreateTime.UnixNano(), ModifyTime: c.ModifyTime.UnixNano(),
+	}
 }
 
 func apiTopologies(ts []*csi.Topology) []*api.CSITopology {

@@ -61,8 +61,42 @@ type CSIVolume struct {
 	// Queued: work for the volume is queued or in flight right now.
 	Queued bool `json:",omitempty"`
 
+	// Claims are the allocations using the volume (Nomad's ReadAllocs and
+	// WriteAllocs, with each claim's progress); ControllerPublish is the
+	// volume's ControllerPublish to this node ("", publishing, published).
+	Claims            []*CSIVolumeClaim `json:",omitempty"`
+	ControllerPublish string            `json:",omitempty"`
+	// CurrentReaders and CurrentWriters count the claims not released.
+	CurrentReaders int
+	CurrentWriters int
+
 	CreateTime int64 `json:",omitempty"`
 	ModifyTime int64 `json:",omitempty"`
+}
+
+// CSIVolumeClaim is one allocation's claim on a volume.
+type CSIVolumeClaim struct {
+	AllocID        string
+	JobID          string
+	TaskGroup      string
+	Mode           string // read or write
+	AccessMode     string
+	AttachmentMode string
+	// Desired is mounted or released; State the last step done
+	// (pending, controller-published, staged, published, unpublished,
+	// unstaged).
+	Desired          string
+	State            string
+	StateDescription string `json:",omitempty"`
+	Failed           bool   `json:",omitempty"`
+	Attempts         int    `json:",omitempty"`
+	LastError        string `json:",omitempty"`
+	// StagingPath and TargetPath are the host paths the volume is staged
+	// and published at for this claim.
+	StagingPath string `json:",omitempty"`
+	TargetPath  string `json:",omitempty"`
+	CreateTime  int64  `json:",omitempty"`
+	ModifyTime  int64  `json:",omitempty"`
 }
 
 // CSIVolumeCapability is one `capability` block.

@@ -17,6 +17,9 @@ const (
 	DefaultDatacenter          = "dc1"
 	DefaultFingerprintInterval = 30 * time.Second
 	DefaultProbeTimeout        = 5 * time.Second
+	// DefaultVolumeMountTimeout: a plugin restarting within its own
+	// health_timeout (30s) still makes it.
+	DefaultVolumeMountTimeout = 2 * time.Minute
 	// APISocketName is the HTTP API socket's name under data_dir when
 	// addr is not set.
 	APISocketName = "pluginhost.sock"
@@ -74,6 +77,10 @@ type CSIConfig struct {
 	FingerprintInterval time.Duration
 	// ProbeTimeout bounds each Probe and fingerprint RPC.
 	ProbeTimeout time.Duration
+	// VolumeMountTimeout bounds how long an allocation waits for its
+	// volumes to be mounted (its plugin to become healthy, the CSI calls)
+	// before it fails.
+	VolumeMountTimeout time.Duration
 }
 
 // GCConfig is the garbage collection of terminal allocations, with the
@@ -115,6 +122,7 @@ func Dev() *Config {
 		CSI: CSIConfig{
 			FingerprintInterval: DefaultFingerprintInterval,
 			ProbeTimeout:        DefaultProbeTimeout,
+			VolumeMountTimeout:  DefaultVolumeMountTimeout,
 		},
 		GC: GCConfig{
 			Interval: DefaultGCInterval, MaxAllocs: DefaultGCMaxAllocs,

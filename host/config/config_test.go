@@ -31,7 +31,7 @@ func TestExampleConfigParses(t *testing.T) {
 		NodeName:   "node-1",
 		Datacenter: "dc1",
 		Jobs:       []string{filepath.Join(repo, "examples", "demo.hcl")},
-		CSI:        CSIConfig{FingerprintInterval: 30 * time.Second, ProbeTimeout: 5 * time.Second},
+		CSI:        CSIConfig{FingerprintInterval: 30 * time.Second, ProbeTimeout: 5 * time.Second, VolumeMountTimeout: 2 * time.Minute},
 		Plugin:     PluginConfig{SocketDir: "/run/pluginhost"},
 		GC:         GCConfig{Interval: time.Minute, MaxAllocs: 50, DiskUsageThreshold: 80, InodeUsageThreshold: 70},
 		SourcePath: filepath.Join(repo, "config.hcl.example"),

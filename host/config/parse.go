@@ -27,7 +27,7 @@ var rootSchema = &hcl.BodySchema{
 }
 
 var csiSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "fingerprint_interval"}, {Name: "probe_timeout"}},
+	Attributes: []hcl.AttributeSchema{{Name: "fingerprint_interval"}, {Name: "probe_timeout"}, {Name: "volume_mount_timeout"}},
 }
 
 var pluginSchema = &hcl.BodySchema{
@@ -204,6 +204,14 @@ func decode(d *hclstrict.Decoder, body hcl.Body, filename, baseDir string) *Conf
 					d.Errorf(attr.Expr.Range(), "Invalid probe_timeout", "probe_timeout must be longer than zero.")
 				}
 				c.CSI.ProbeTimeout = v
+			}
+		}
+		if attr := cc.Attributes["volume_mount_timeout"]; attr != nil {
+			if v, ok := d.Duration(attr); ok {
+				if v < time.Second {
+					d.Errorf(attr.Expr.Range(), "Invalid volume_mount_timeout", "volume_mount_timeout must be at least 1s, got %s.", v)
+				}
+				c.CSI.VolumeMountTimeout = v
 			}
 		}
 	}

@@ -367,3 +367,34 @@ func seqKey(seq uint64) []byte {
 	binary.BigEndian.PutUint64(k[:], seq)
 	return k[:]
 }
+
+// AllocEnded reports whether an allocation is over: its record is gone, or
+// every one of its tasks is dead. The volume reconciler asks it of every
+// claim, so it reads the task states and nothing else.
+func (db *DB) AllocEnded(allocID string) (bool, error) {
+	ended := true
+	err := db.view("alloc ended "+allocID, func(tx *bbolt.Tx) error {
+		allocs := tx.Bucket([]byte(bucketAllocs))
+		ab := allocs.Bucket([]byte(allocID))
+		if ab == nil {
+			return nil
+		}
+		tasks := ab.Bucket([]byte(bucketTasks))
+		if tasks == nil {
+			ended = false // recorded, no task written yet: just created
+			return nil
+		}
+		return tasks.ForEachBucket(func(name []byte) error {
+			var s TaskState
+			found, err := getJSON(tasks.Bucket(name), []byte(keyTaskState), &s)
+			if err != nil {
+				return fmt.Errorf("alloc %s task %s: %w", allocID, name, err)
+			}
+			if !found || s.State != TaskStateDead {
+				ended = false
+			}
+			return nil
+		})
+	})
+	return ended, err
+}

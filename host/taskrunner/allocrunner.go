@@ -40,6 +40,11 @@ type AllocRunner struct {
 	// received are the Received events of a prepared allocation, between
 	// PrepareAlloc and Recorded.
 	received []*state.TaskEvent
+
+	// hookReq and ahooks are the allocation's hooks (allochooks.go);
+	// ahooks is nil when there are none.
+	hookReq *AllocHookRequest
+	ahooks  *allocHooks
 }
 
 // NewUUID returns a random (version 4) UUID from crypto/rand.
@@ -220,6 +225,23 @@ func newAllocRunner(cfg *Config, a *state.Alloc, recs map[string]*state.TaskReco
 		}
 		ar.tasks = append(ar.tasks, tr)
 	}
+	ar.hookReq = &AllocHookRequest{
+		AllocID: a.ID, Index: a.Index, Job: a.Job, Group: group, AllocDir: ar.allocDir,
+		TaskDirs: make(map[string]string, len(ar.tasks)), Logger: logger,
+		emit: func(typ, msg string) {
+			for _, tr := range ar.tasks {
+				tr.emit(newEvent(typ, msg))
+			}
+		},
+	}
+	for _, tr := range ar.tasks {
+		ar.hookReq.TaskDirs[tr.task.Name] = tr.req.TaskDir
+	}
+	if cfg.AllocHooks != nil {
+		if hooks := cfg.AllocHooks(ar.hookReq); len(hooks) > 0 {
+			ar.ahooks = newAllocHooks(ar, hooks)
+		}
+	}
 	return ar, nil
 }
 
@@ -238,6 +260,9 @@ func (ar *AllocRunner) AllocDir() string { return ar.allocDir }
 func (ar *AllocRunner) Run() {
 	ar.runOnce.Do(func() {
 		stopping := ar.desiredStatus() == state.AllocDesiredStatusStop
+		if ar.ahooks != nil && !stopping {
+			ar.ahooks.start()
+		}
 		for _, tr := range ar.tasks {
 			if stopping {
 				tr.kill()
@@ -247,6 +272,9 @@ func (ar *AllocRunner) Run() {
 		go func() {
 			for _, tr := range ar.tasks {
 				<-tr.done
+			}
+			if ar.ahooks != nil && ar.allDead() {
+				ar.ahooks.postrun()
 			}
 			close(ar.done)
 		}()
@@ -268,6 +296,9 @@ func (ar *AllocRunner) Stop(ctx context.Context) error {
 		return fmt.Errorf("stop allocation %s: %w", ar.ID(), err)
 	}
 	ar.Run() // a never-started runner must still reach Done
+	if ar.ahooks != nil {
+		ar.ahooks.stop()
+	}
 	for _, tr := range ar.tasks {
 		tr.kill()
 	}
@@ -283,6 +314,9 @@ func (ar *AllocRunner) Stop(ctx context.Context) error {
 // agent does on SIGINT/SIGTERM or before a restart: handles stay in the
 // store for RestoreAllocRunner.
 func (ar *AllocRunner) Shutdown(ctx context.Context) error {
+	if ar.ahooks != nil {
+		ar.ahooks.stop()
+	}
 	for _, tr := range ar.tasks {
 		tr.shutdown()
 	}

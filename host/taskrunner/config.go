@@ -36,6 +36,9 @@ type Config struct {
 	// ExtraHooks returns more hooks for a task (the CSI supervisor); it
 	// may return nil. They run after the built-in hooks.
 	ExtraHooks func(req *HookRequest) []Hook
+	// AllocHooks returns an allocation's hooks (the volume hook); it may
+	// return nil.
+	AllocHooks func(req *AllocHookRequest) []AllocHook
 	// OnEvent is called (synchronously, keep it short) for every task event
 	// once it is stored; for the informational Task Setup, once the
 	// runner has it (it is stored with the task's next write).

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/mountns"
 	"github.com/pluginhost/pluginhost/host/state"
 )
 
@@ -287,6 +288,17 @@ func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
 	default:
 	}
 	tr.apply(change{events: []*state.TaskEvent{newEvent(EventTaskSetup, "Building task directory and environment")}, informational: true})
+	var mounts []mountns.Mount
+	if h := tr.owner.ahooks; h != nil {
+		// The allocation's volumes are mounted before any task starts.
+		if err := h.await(ctx); err != nil {
+			if ctx.Err() == nil {
+				tr.emit(newEvent(EventSetupFailure, err.Error()))
+			}
+			return nil, err
+		}
+		mounts = h.req.Mounts[tr.task.Name]
+	}
 	tr.req.Restored = false
 	tr.req.Stdout, tr.req.Stderr = nil, nil
 	tr.req.logmon = nil
@@ -328,7 +340,8 @@ func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
 		Command: jobspec.Interpolate(c.Command, vars), Args: args, WorkDir: workDir,
 		Env: envList(tr.req.Env), Checksum: c.Checksum,
 		SocketDir: tr.req.SocketDir,
-		Stdout:    tr.req.Stdout, Stderr: tr.req.Stderr,
+		Mounts:    mounts, MountHelper: tr.cfg.NsexecCommand,
+		Stdout: tr.req.Stdout, Stderr: tr.req.Stderr,
 		Logger: tr.logger.Named("plugin"),
 	})
 	if err != nil {

@@ -22,6 +22,7 @@ const EnvBinDir = "PLUGINHOST_TEST_BIN_DIR"
 var packages = map[string]string{
 	"pluginhost":        "./cmd/pluginhost",
 	"pluginhost-logmon": "./cmd/pluginhost-logmon",
+	"pluginhost-nsexec": "./cmd/pluginhost-nsexec",
 	"mockcsi":           "./plugins/mockcsi",
 }
 

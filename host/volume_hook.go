@@ -1,0 +1,187 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/pluginhost/pluginhost/csi"
+	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/mountns"
+	"github.com/pluginhost/pluginhost/host/taskrunner"
+)
+
+// The allocation's side of volume claims (Nomad's csi_hook): before any
+// task starts, the allocation's claims are recorded (if submission did not
+// already) and waited for until the volume reconciler has published each
+// one; the tasks then get bind mounts of the published paths at their
+// volume_mount destinations (package mountns). When every task is dead,
+// the claims are released; the reconciler unwinds them.
+
+// volumeHookName is the hook's name in task events.
+const volumeHookName = "csi_volumes"
+
+// EventVolumesWaiting is the task event of an allocation whose volumes are
+// not mounted yet when it starts.
+const EventVolumesWaiting = "Waiting for volumes"
+
+// volumeSource is the volume a group's volume block claims for one
+// allocation: per_alloc appends the allocation's index, as in Nomad.
+func volumeSource(vr *jobspec.VolumeRequest, index int) string {
+	if vr.PerAlloc {
+		return vr.Source + "[" + strconv.Itoa(index) + "]"
+	}
+	return vr.Source
+}
+
+// claimRequests are the claims of allocation index of group, by volume
+// alias order.
+func claimRequests(job *jobspec.Job, g *jobspec.TaskGroup, allocID string, index int) []csi.ClaimRequest {
+	aliases := make([]string, 0, len(g.Volumes))
+	for alias := range g.Volumes {
+		aliases = append(aliases, alias)
+	}
+	slices.Sort(aliases)
+	out := make([]csi.ClaimRequest, 0, len(aliases))
+	for _, alias := range aliases {
+		vr := g.Volumes[alias]
+		r := csi.ClaimRequest{
+			VolumeID: volumeSource(vr, index), AllocID: allocID, JobID: job.ID, TaskGroup: g.Name,
+			ReadOnly: vr.ReadOnly, AccessMode: vr.AccessMode, AttachmentMode: vr.AttachmentMode,
+		}
+		if mo := vr.MountOptions; mo != nil {
+			r.MountOptions = &csi.MountOptions{FSType: mo.FSType, MountFlags: slices.Clone(mo.MountFlags)}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// checkClaims refuses a job whose volume claims cannot be granted, naming
+// the volume and the claim in the way, before anything is recorded. The
+// job's own allocations do not count: the new version replaces them (and
+// reconcileJob stops them first when they hold what it needs).
+func (a *Agent) checkClaims(job *jobspec.Job) error {
+	var reqs []csi.ClaimRequest
+	for _, g := range job.TaskGroups {
+		for i := 0; i < g.Count; i++ {
+			reqs = append(reqs, claimRequests(job, g, fmt.Sprintf("(new %s[%d])", g.Name, i), i)...)
+		}
+	}
+	if len(reqs) == 0 {
+		return nil
+	}
+	err := a.volumes.CheckClaims(reqs, func(allocID string) bool { return a.allocJob(allocID) == job.ID })
+	if err == nil {
+		return nil
+	}
+	return &api.FieldError{Field: "Job.TaskGroups.Volumes", Err: err}
+}
+
+// allocJob returns the job of a tracked allocation, "" if unknown.
+func (a *Agent) allocJob(allocID string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e := a.allocs[allocID]; e != nil {
+		return e.jobID
+	}
+	return ""
+}
+
+// claimAllocs records the claims of freshly recorded allocations, so that
+// the next submission's checkClaims sees them; the volume hook makes them
+// again (idempotently) should the agent die before this.
+func (a *Agent) claimAllocs(job *jobspec.Job, runners []*taskrunner.AllocRunner) {
+	for _, ar := range runners {
+		snap := ar.State().Alloc
+		g := groupOf(job, snap.TaskGroup)
+		if g == nil || len(g.Volumes) == 0 {
+			continue
+		}
+		if err := a.volumes.Claim(claimRequests(job, g, ar.ID(), snap.Index)); err != nil {
+			a.logger.Warn("recording volume claims", "alloc_id", ar.ID(), "error", err)
+		}
+	}
+}
+
+// AllocEnded implements csi.AllocSource from the state store.
+func (a *Agent) AllocEnded(allocID string) (bool, error) { return a.db.AllocEnded(allocID) }
+
+// volumeHook is the allocation hook; one per allocation with volumes.
+type volumeHook struct {
+	a *Agent
+}
+
+func (volumeHook) Name() string { return volumeHookName }
+
+// Prerun claims and waits for every volume of the allocation, bounded by
+// csi.volume_mount_timeout, then gives each task its bind mounts.
+func (h volumeHook) Prerun(ctx context.Context, req *taskrunner.AllocHookRequest) error {
+	reqs := claimRequests(req.Job, req.Group, req.AllocID, req.Index)
+	if err := h.a.volumes.Claim(reqs); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.a.cfg.CSI.VolumeMountTimeout)
+	defer cancel()
+	claims := map[string]*csi.Claim{} // by alias
+	aliases := make([]string, 0, len(req.Group.Volumes))
+	for alias := range req.Group.Volumes {
+		aliases = append(aliases, alias)
+	}
+	slices.Sort(aliases)
+	for i, alias := range aliases {
+		vid := reqs[i].VolumeID
+		if c, err := h.a.volumes.ClaimOf(vid, req.AllocID); err == nil && !c.Mounted() {
+			req.Emit(EventVolumesWaiting, fmt.Sprintf("Waiting for volume %q (%s) to be mounted", alias, vid))
+		}
+		c, err := h.a.volumes.WaitMounted(ctx, vid, req.AllocID)
+		if err != nil {
+			return fmt.Errorf("volume %q: %w", alias, err)
+		}
+		claims[alias] = c
+	}
+	mounts := make(map[string][]mountns.Mount)
+	for _, t := range req.Group.Tasks {
+		for _, vm := range t.VolumeMounts {
+			c := claims[vm.Volume]
+			if c == nil {
+				continue
+			}
+			target := vm.Destination
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(req.TaskDirs[t.Name], target)
+			}
+			mounts[t.Name] = append(mounts[t.Name], mountns.Mount{
+				Source: c.TargetPath, Target: filepath.Clean(target),
+				ReadOnly: vm.ReadOnly || c.ReadOnly(),
+				File:     c.AttachmentMode == jobspec.AttachmentModeBlockDevice,
+			})
+		}
+	}
+	req.Mounts = mounts
+	return nil
+}
+
+// Postrun releases the allocation's claims; the reconciler unwinds them.
+func (h volumeHook) Postrun(req *taskrunner.AllocHookRequest) {
+	if err := h.a.volumes.Release(req.AllocID); err != nil {
+		h.a.logger.Warn("releasing volume claims; the reconciler retries at its next pass", "alloc_id", req.AllocID, "error", err)
+	}
+}
+
+// holdsExclusiveVolume reports whether the job writes to a volume that
+// allows one writer: its allocations of different versions cannot hold the
+// volume together, so an update stops the old ones first.
+func holdsExclusiveVolume(job *jobspec.Job) bool {
+	for _, g := range job.TaskGroups {
+		for _, vr := range g.Volumes {
+			if !vr.ReadOnly && (vr.AccessMode == jobspec.AccessModeSingleNodeWriter || vr.AccessMode == jobspec.AccessModeMultiNodeSingleWrite) {
+				return true
+			}
+		}
+	}
+	return false
+}
