@@ -285,6 +285,29 @@ func (vm *VolumeManager) DeregisterForce(id string) (*Volume, error) {
 	return vm.Deregister(id)
 }
 
+// WaitReleased waits until no released claim of the volume is left (each
+// was unwound and forgotten) and returns the record.
+func (vm *VolumeManager) WaitReleased(ctx context.Context, id string) (*Volume, error) {
+	for {
+		vm.mu.Lock()
+		changed := vm.changed
+		vm.mu.Unlock()
+		v, err := vm.cfg.Store.Volume(id)
+		if err != nil {
+			return nil, err
+		}
+		left := slices.ContainsFunc(v.Claims, func(c *Claim) bool { return c.Desired == ClaimReleased })
+		if !left {
+			return v, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return v, fmt.Errorf("volume %q: claims still being released: %w", id, ctx.Err())
+		}
+	}
+}
+
 // liveClaims returns the claims of v that are not released, for errors
 // that refuse to remove a volume in use.
 func liveClaims(v *Volume) []string {

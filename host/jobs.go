@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -116,6 +117,25 @@ func JobWarnings(job *jobspec.Job) []string {
 		if u := g.Update; u != nil && u.MaxParallel > 0 && u.MaxParallel < g.Count {
 			out = append(out, fmt.Sprintf("group %q: update.max_parallel = %d is not followed: pluginhost starts all %d new allocations at once and stops the old ones when all are healthy",
 				g.Name, u.MaxParallel, g.Count))
+		}
+	}
+	return out
+}
+
+// JobNotes say where pluginhost does more than Nomad with this job, for
+// `job validate`: behaviour a Nomad user would not assume.
+func JobNotes(job *jobspec.Job) []string {
+	var out []string
+	for _, g := range job.TaskGroups {
+		for _, t := range g.Tasks {
+			for _, vm := range t.VolumeMounts {
+				where := vm.Destination
+				if !filepath.IsAbs(where) {
+					where = "<task dir>/" + where
+				}
+				out = append(out, fmt.Sprintf("group %q task %q: volume %q is bind-mounted at %s in a mount namespace of the task's own, before it starts (Nomad's raw_exec ignores volume_mount; its exec driver mounts inside the task's chroot)",
+					g.Name, t.Name, vm.Volume, where))
+			}
 		}
 	}
 	return out
@@ -330,7 +350,9 @@ func (a *Agent) Alloc(ctx context.Context, id string) (*api.Allocation, error) {
 	if err != nil {
 		return nil, err
 	}
-	return allocation(e.runner), nil
+	out := allocation(e.runner)
+	out.Volumes = a.allocVolumes(e.runner)
+	return out, nil
 }
 
 func (a *Agent) lookupAlloc(prefix string) (*allocEntry, error) {

@@ -185,3 +185,29 @@ func holdsExclusiveVolume(job *jobspec.Job) bool {
 	}
 	return false
 }
+
+// allocVolumes lists an allocation's volumes with its claim on each.
+func (a *Agent) allocVolumes(ar *taskrunner.AllocRunner) []*api.AllocVolume {
+	snap := ar.State().Alloc
+	g := groupOf(snap.Job, snap.TaskGroup)
+	if g == nil || len(g.Volumes) == 0 {
+		return nil
+	}
+	var out []*api.AllocVolume
+	for _, r := range claimRequests(snap.Job, g, ar.ID(), snap.Index) {
+		av := &api.AllocVolume{VolumeID: r.VolumeID, ReadOnly: r.ReadOnly}
+		for alias, vr := range g.Volumes {
+			if volumeSource(vr, snap.Index) == r.VolumeID {
+				av.Name = alias
+			}
+		}
+		if v, err := a.volumes.Volume(r.VolumeID); err == nil {
+			av.PluginID = v.PluginID
+			if c, err := a.volumes.ClaimOf(r.VolumeID, ar.ID()); err == nil {
+				av.Claim = apiClaim(c)
+			}
+		}
+		out = append(out, av)
+	}
+	return out
+}

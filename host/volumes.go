@@ -75,9 +75,12 @@ func volumeSpec(req *api.CSIVolumeRegisterRequest, origin csi.VolumeOrigin) (*vo
 // volumeError turns the volume manager's refusals into API errors.
 func volumeError(err error) error {
 	var re *csi.RequestError
+	var ce *csi.ClaimError
 	switch {
 	case errors.As(err, &re):
 		return &api.FieldError{Field: re.Field, Err: re.Err}
+	case errors.As(err, &ce):
+		return &api.FieldError{Field: ce.Field, Err: ce}
 	case errors.Is(err, csi.ErrVolumeNotFound):
 		// The caller names the volume; the store's path means nothing
 		// to a user.
@@ -95,10 +98,27 @@ func (a *Agent) DeleteVolume(ctx context.Context, id string) (*api.CSIVolume, er
 	return a.apiVolume(v), nil
 }
 
-// DeregisterVolume implements api.Backend. Volumes have no claims yet, so
-// force changes nothing.
+// DeregisterVolume implements api.Backend. With force, the claims of
+// allocations that ended are released first (Nomad's -force); a running
+// allocation's claim refuses it either way.
 func (a *Agent) DeregisterVolume(ctx context.Context, id string, force bool) (*api.CSIVolume, error) {
-	v, err := a.volumes.Deregister(id)
+	dereg := a.volumes.Deregister
+	if force {
+		dereg = a.volumes.DeregisterForce
+	}
+	v, err := dereg(id)
+	if err != nil {
+		return nil, volumeError(err)
+	}
+	return a.apiVolume(v), nil
+}
+
+// DetachVolume implements api.Backend.
+func (a *Agent) DetachVolume(ctx context.Context, id string) (*api.CSIVolume, error) {
+	if _, err := a.volumes.Detach(id); err != nil {
+		return nil, volumeError(err)
+	}
+	v, err := a.volumes.WaitReleased(ctx, id)
 	if err != nil {
 		return nil, volumeError(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/pluginhost/pluginhost/host/api"
 )
@@ -65,6 +66,20 @@ func (c *AllocStatusCommand) Run(args []string) int {
 		"Modified|" + agoNano(now, a.ModifyTime),
 		"Alloc Dir|" + cell(a.AllocDir),
 	}))
+	if len(a.Volumes) > 0 {
+		c.Ui.Output("\nCSI Volumes:")
+		rows := []string{"ID|Plugin|Read Only|Claim State|Progress"}
+		for _, v := range a.Volumes {
+			state, progress := "none", ""
+			if v.Claim != nil {
+				state = v.Claim.Desired + "/" + v.Claim.State
+				progress = claimProgress(v.Claim)
+			}
+			rows = append(rows, strings.Join([]string{cell(v.VolumeID), cell(v.PluginID), strconv.FormatBool(v.ReadOnly),
+				state, cell(progress)}, "|"))
+		}
+		c.Ui.Output(formatList(rows))
+	}
 	for _, name := range taskOrder(a) {
 		ts := a.TaskStates[name]
 		if ts == nil {

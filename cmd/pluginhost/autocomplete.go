@@ -108,6 +108,7 @@ func (m *Meta) completions() map[string]completion {
 		"volume register":        {specs, append(agent, "-detach")},
 		"volume delete":          {volumes, append(agent, "-detach")},
 		"volume deregister":      {volumes, append(agent, "-force")},
+		"volume detach":          {volumes, agent},
 		"volume status":          {volumes, append(read, "-plugin")},
 		"volume snapshot create": {volumes, read},
 		"volume snapshot list":   {complete.PredictNothing, append(read, "-plugin")},

@@ -26,6 +26,10 @@ func (f *fakeAgent) DeregisterVolume(ctx context.Context, id string, force bool)
 	return nil, fmt.Errorf("volume %q: %w", id, api.ErrNotFound)
 }
 
+func (f *fakeAgent) DetachVolume(ctx context.Context, id string) (*api.CSIVolume, error) {
+	return nil, fmt.Errorf("volume %q: %w", id, api.ErrNotFound)
+}
+
 func (f *fakeAgent) Volume(ctx context.Context, id string) (*api.CSIVolume, error) {
 	return nil, fmt.Errorf("volume %q: %w", id, api.ErrNotFound)
 }

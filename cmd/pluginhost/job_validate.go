@@ -42,5 +42,8 @@ func (c *JobValidateCommand) Run(args []string) int {
 	for _, w := range host.JobWarnings(job) {
 		c.Ui.Warn("Warning: " + w)
 	}
+	for _, n := range host.JobNotes(job) {
+		c.Ui.Output("Note: " + n)
+	}
 	return 0
 }

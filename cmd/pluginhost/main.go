@@ -129,6 +129,7 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"volume create":          func() (cli.Command, error) { return &VolumeCreateCommand{Meta: m}, nil },
 		"volume register":        func() (cli.Command, error) { return &VolumeRegisterCommand{Meta: m}, nil },
 		"volume deregister":      func() (cli.Command, error) { return &VolumeDeregisterCommand{Meta: m}, nil },
+		"volume detach":          func() (cli.Command, error) { return &VolumeDetachCommand{Meta: m}, nil },
 		"volume delete":          func() (cli.Command, error) { return &VolumeDeleteCommand{Meta: m}, nil },
 		"volume status":          func() (cli.Command, error) { return &VolumeStatusCommand{Meta: m}, nil },
 		"volume snapshot":        func() (cli.Command, error) { return &VolumeSnapshotCommand{Meta: m}, nil },

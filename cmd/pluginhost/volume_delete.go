@@ -43,7 +43,10 @@ Usage: pluginhost volume deregister [-force] VOLUME
 Options:
 
   -force
-    Deregister even while allocations claim the volume (Nomad's -force).
+    Release the claims of allocations that have ended (unpublishing and
+    unstaging the volume for them) and then deregister. A claim of a
+    running allocation refuses the deregistration either way (Nomad's
+    -force).
 ` + helpAgentOptions)
 }
 

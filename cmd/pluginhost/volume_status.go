@@ -147,6 +147,8 @@ func (c *VolumeStatusCommand) show(client *api.Client, id string) int {
 		fmt.Sprintf("Nodes Expected|%d", v.NodesExpected),
 		"Origin|" + cell(v.Origin),
 		"State|" + cell(v.State),
+		fmt.Sprintf("Readers|%d", v.CurrentReaders),
+		fmt.Sprintf("Writers|%d", v.CurrentWriters),
 	}
 	if v.State != api.VolumeStateReady || v.Desired != "present" {
 		kv = append(kv, "Desired|"+cell(v.Desired), "Progress|"+cell(v.StateDescription))
@@ -185,8 +187,26 @@ func (c *VolumeStatusCommand) show(client *api.Client, id string) int {
 		}
 		c.Ui.Output(formatKV(kv))
 	}
-	c.Ui.Output("\nAllocations\nNo allocations placed")
+	c.Ui.Output("\nAllocations")
+	if len(v.Claims) == 0 {
+		c.Ui.Output("No allocations placed")
+		return 0
+	}
+	rows = []string{"Alloc ID|Job ID|Task Group|Mode|Desired|State|Progress"}
+	for _, cl := range v.Claims {
+		rows = append(rows, strings.Join([]string{c.shortID(cl.AllocID), cell(cl.JobID), cell(cl.TaskGroup), cl.Mode,
+			cl.Desired, cl.State, cell(claimProgress(cl))}, "|"))
+	}
+	c.Ui.Output(formatList(rows))
 	return 0
+}
+
+// claimProgress is a claim's description with its last error, if any.
+func claimProgress(cl *api.CSIVolumeClaim) string {
+	if cl.LastError != "" {
+		return fmt.Sprintf("%s (attempt %d: %s)", cl.StateDescription, cl.Attempts, cl.LastError)
+	}
+	return cl.StateDescription
 }
 
 func segments(m map[string]string) string {

@@ -48,6 +48,9 @@ type Backend interface {
 	// DeregisterVolume that it is to be forgotten (force: even if claimed).
 	DeleteVolume(ctx context.Context, id string) (*CSIVolume, error)
 	DeregisterVolume(ctx context.Context, id string, force bool) (*CSIVolume, error)
+	// DetachVolume releases the volume's claims held by allocations that
+	// ended and answers once they are unwound (Nomad's volume detach).
+	DetachVolume(ctx context.Context, id string) (*CSIVolume, error)
 	Volume(ctx context.Context, id string) (*CSIVolume, error)
 	Volumes(ctx context.Context, pluginID string) ([]*CSIVolumeListStub, error)
 	ExternalVolumes(ctx context.Context, pluginID string) ([]*CSIVolumeExternalStub, error)

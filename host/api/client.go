@@ -412,6 +412,13 @@ func (c *Client) DeregisterVolume(ctx context.Context, id string, force bool) (*
 	return &out, c.do(ctx, http.MethodDelete, "/v1/volume/csi/"+url.PathEscape(id), q, nil, &out)
 }
 
+// DetachVolume releases the volume's claims of allocations that ended and
+// waits until they are unwound.
+func (c *Client) DetachVolume(ctx context.Context, id string) (*CSIVolume, error) {
+	var out CSIVolume
+	return &out, c.do(ctx, http.MethodDelete, "/v1/volume/csi/"+url.PathEscape(id)+"/detach", nil, nil, &out)
+}
+
 // ExternalVolumes lists the volumes a plugin reports.
 func (c *Client) ExternalVolumes(ctx context.Context, pluginID string) ([]*CSIVolumeExternalStub, error) {
 	var out CSIVolumeListExternalResponse

@@ -24,6 +24,10 @@ func (f *fakeBackend) DeregisterVolume(ctx context.Context, id string, force boo
 	return nil, fmt.Errorf("volume %q: %w", id, ErrNotFound)
 }
 
+func (f *fakeBackend) DetachVolume(ctx context.Context, id string) (*CSIVolume, error) {
+	return nil, fmt.Errorf("volume %q: %w", id, ErrNotFound)
+}
+
 func (f *fakeBackend) Volume(ctx context.Context, id string) (*CSIVolume, error) {
 	return nil, fmt.Errorf("volume %q: %w", id, ErrNotFound)
 }

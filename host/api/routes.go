@@ -25,6 +25,7 @@ func (s *Server) routes() http.Handler {
 		http.MethodPost: s.registerVolume, http.MethodDelete: s.deregisterVolume}.handler(s.log))
 	mux.Handle("/v1/volume/csi/{id}/create", methods{http.MethodPut: s.createVolume, http.MethodPost: s.createVolume}.handler(s.log))
 	mux.Handle("/v1/volume/csi/{id}/delete", methods{http.MethodDelete: s.deleteVolume}.handler(s.log))
+	mux.Handle("/v1/volume/csi/{id}/detach", methods{http.MethodDelete: s.detachVolume}.handler(s.log))
 	mux.Handle("/v1/event/stream", methods{http.MethodGet: s.eventStream}.handler(s.log))
 	mux.Handle("/v1/agent/self", methods{http.MethodGet: s.agentSelf}.handler(s.log))
 	mux.Handle("/v1/agent/health", methods{http.MethodGet: s.agentHealth}.handler(s.log))

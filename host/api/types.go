@@ -159,6 +159,22 @@ type Allocation struct {
 	Tasks []string
 	// AllocDir is the allocation's directory on this machine.
 	AllocDir string
+	// Volumes are the group's CSI volumes and this allocation's claim on
+	// each (Nomad shows them in alloc status too).
+	Volumes []*AllocVolume `json:",omitempty"`
+}
+
+// AllocVolume is one of an allocation's volumes.
+type AllocVolume struct {
+	// Name is the group's volume alias; VolumeID the volume claimed (with
+	// per_alloc, the source with the allocation's index).
+	Name     string
+	VolumeID string
+	PluginID string `json:",omitempty"`
+	ReadOnly bool
+	// Claim is the allocation's claim; nil when there is none (not yet
+	// made, or released and forgotten).
+	Claim *CSIVolumeClaim `json:",omitempty"`
 }
 
 // Stub returns the list form of a.

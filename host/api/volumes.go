@@ -86,6 +86,20 @@ func (s *Server) deregisterVolume(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, s.log, http.StatusOK, v)
 }
 
+func (s *Server) detachVolume(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	v, err := s.cfg.Backend.DetachVolume(r.Context(), id)
+	if err != nil {
+		writeError(w, r, s.log, fmt.Errorf("detach volume %q: %w", id, err))
+		return
+	}
+	writeJSON(w, s.log, http.StatusOK, v)
+}
+
 func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
 	if err != nil {

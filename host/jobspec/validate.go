@@ -263,8 +263,13 @@ func (v *validation) volume(f, alias string, vol *VolumeRequest) {
 	if vol.Type != VolumeTypeCSI {
 		v.Add(f+".Type", "Unsupported volume type", "pluginhost only supports CSI volumes (type = \"csi\"), got %q.", vol.Type)
 	}
-	if vol.Source == "" {
+	switch {
+	case vol.Source == "":
 		v.Add(f+".Source", "Invalid volume source", "The volume source must not be empty.")
+	case !ValidVolumeID(vol.Source) || vol.PerAlloc && len(vol.Source) > maxVolumeIDLen-8:
+		v.Add(f+".Source", "Invalid volume source",
+			"The volume source is a volume ID: letters, digits, '.', '_', '-', '[' and ']' (at most %d bytes, 8 fewer with per_alloc, which appends \"[N]\"), got %q.",
+			maxVolumeIDLen, vol.Source)
 	}
 	v.Enum(f+".AccessMode", "access_mode", vol.AccessMode, []string{
 		AccessModeSingleNodeReader, AccessModeSingleNodeWriter, AccessModeMultiNodeReader,
@@ -323,9 +328,16 @@ func (v *validation) task(f string, g *TaskGroup, t *Task) {
 		if _, declared := g.Volumes[vm.Volume]; !declared {
 			v.Add(vf+".Volume", "Undeclared volume", "Group %q declares no volume %q.", g.Name, vm.Volume)
 		}
-		switch {
+		switch clean := path.Clean(vm.Destination); {
 		case vm.Destination == "":
 			v.Add(vf+".Destination", "Invalid destination", "The destination must not be empty.")
+		case clean == "/":
+			v.Add(vf+".Destination", "Invalid destination", "A volume cannot be mounted over the task's root.")
+		case clean == "." || clean == ".." || strings.HasPrefix(clean, "../"):
+			v.Add(vf+".Destination", "Invalid destination",
+				"A relative destination is inside the task directory; %q leaves it or names the directory itself.", vm.Destination)
+		case strings.ContainsRune(vm.Destination, 0):
+			v.Add(vf+".Destination", "Invalid destination", "The destination must not contain NUL.")
 		case dests[vm.Destination]:
 			v.Add(vf+".Destination", "Duplicate destination", "Another volume_mount of this task already uses %q.", vm.Destination)
 		}

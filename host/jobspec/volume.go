@@ -1,6 +1,8 @@
 package jobspec
 
 import (
+	"regexp"
+
 	"github.com/hashicorp/hcl/v2"
 )
 
@@ -80,4 +82,17 @@ func requiredEnum(d *decoder, b *hcl.Block, attr *hcl.Attribute, f, key string, 
 	}
 	s, _ := d.FieldString(f, attr, nil)
 	return s
+}
+
+// maxVolumeIDLen bounds volume IDs: they are state keys and path elements.
+const maxVolumeIDLen = 128
+
+// volumeIDPattern is the volume ID alphabet: the job ID one, plus '[' and
+// ']' for per_alloc volumes ("data[0]"). None of it is special in a path.
+var volumeIDPattern = regexp.MustCompile(`^[A-Za-z0-9._\[\]-]+$`)
+
+// ValidVolumeID reports whether id can name a volume: a job's source and
+// a volume file's id share this rule.
+func ValidVolumeID(id string) bool {
+	return id != "" && id != "." && id != ".." && len(id) <= maxVolumeIDLen && volumeIDPattern.MatchString(id)
 }

@@ -2,7 +2,6 @@ package volumespec
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -57,10 +56,6 @@ func problemsError(ps []Problem) error {
 	return nil
 }
 
-// volumeIDPattern keeps volume IDs usable as path elements and map keys,
-// like job IDs.
-var volumeIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
-
 // maxNameLen is the CSI spec's recommended bound on strings a CO sends.
 const maxNameLen = 128
 
@@ -88,9 +83,9 @@ func validate(v *Volume) []Problem {
 	switch {
 	case v.ID == "":
 		c.Add("ID", "Invalid id", "The volume id must not be empty.")
-	case v.ID == "." || v.ID == ".." || !volumeIDPattern.MatchString(v.ID):
+	case !jobspec.ValidVolumeID(v.ID):
 		c.Add("ID", "Invalid id",
-			"The volume id must hold only letters, digits, '.', '_' and '-' (at most 128) and not be \".\" or \"..\", got %q.", v.ID)
+			"The volume id must hold only letters, digits, '.', '_', '-', '[' and ']' (at most 128) and not be \".\" or \"..\", got %q.", v.ID)
 	}
 	// A name equal to the id is the id's default; the id's own problem
 	// covers it.
