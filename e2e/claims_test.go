@@ -147,3 +147,136 @@ func TestVolumeClaimLifecycle(t *testing.T) {
 		})
 	}
 }
+
+// TestVolumeClaimRefusals: claims that cannot be granted fail `job run`
+// with the volume and the reason (nothing recorded); a claim whose plugin
+// never becomes healthy fails its allocation after volume_mount_timeout
+// with an event naming the plugin, and leaves no claim and no mount.
+func TestVolumeClaimRefusals(t *testing.T) {
+	e := newEnv(t, "csi {\n  fingerprint_interval = \"1s\"\n  probe_timeout = \"2s\"\n  volume_mount_timeout = \"2s\"\n}\n")
+	a := e.start()
+	startVolPlugin(t, e, a, "go_plugin", "rf", nil)
+	createVolume(t, e, "one", "rf", "single-node-writer")
+	createVolume(t, e, "ro", "rf", "multi-node-reader-only")
+
+	// A controller-only plugin: nothing here can mount its volumes.
+	w := a.watchPlugins()
+	ctl := csiTask(t, "go_plugin", "plugin", e.markerFor("ctl"), "ctl", "30s")
+	ctl.extra = strings.Replace(ctl.extra, `"monolith"`, `"controller"`, 1)
+	ctlAlloc := a.runJob("ctl", jobHCL("ctl", restartPolicy, ctl))[0]
+	w.until("controller ctl healthy", func() bool { return w.healthy[ctlAlloc+"/csi-controller"] })
+	createVolume(t, e, "cv", "ctl", "single-node-writer")
+
+	dest := filepath.Join(e.root, "mnt")
+	jobWith := func(id, vol string) string {
+		return jobHCL(id, vol, claimTask("t", e.markerFor(id), "true", volumeMount("data", dest, false)))
+	}
+	holder := a.runJob("w1", jobWith("w1", volumeBlock("data", "one", "single-node-writer", false)))[0]
+	a.waitAlloc(holder, "running", running("t"))
+
+	ctx := context.Background()
+	blockVol := strings.Replace(volumeBlock("data", "one", "single-node-writer", false), `"file-system"`, `"block-device"`, 1)
+	for _, tc := range []struct {
+		name, job string
+		wants     []string
+	}{
+		{"second writer", jobWith("w2", volumeBlock("data", "one", "single-node-writer", false)),
+			[]string{`volume "one"`, "one writer", holder, `job "w1"`}},
+		{"missing volume", jobWith("w3", volumeBlock("data", "nope", "single-node-writer", false)),
+			[]string{`volume "nope"`, "no such volume"}},
+		{"mode not offered", jobWith("w4", blockVol),
+			[]string{`volume "one"`, "no capability single-node-writer/block-device"}},
+		{"write on reader-only", jobWith("w5", volumeBlock("data", "ro", "multi-node-reader-only", false)),
+			[]string{`volume "ro"`, "only read claims", "read_only = true"}},
+		{"no node plugin", jobWith("w6", volumeBlock("data", "cv", "single-node-writer", false)),
+			[]string{`volume "cv"`, `plugin "ctl" has no node service`}},
+	} {
+		_, err := a.client.RegisterJobSource(ctx, tc.name+".hcl", []byte(tc.job))
+		if err == nil {
+			t.Errorf("%s: job run accepted", tc.name)
+			continue
+		}
+		for _, want := range tc.wants {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: error %q does not say %q", tc.name, err, want)
+			}
+		}
+	}
+	if jobs, err := a.client.Jobs(ctx); err != nil || len(jobs) != 3 {
+		t.Fatalf("jobs after the refusals: %d (%v); want rf, ctl and w1 only", len(jobs), err)
+	}
+
+	// A plugin that never comes: the allocation waits, then fails.
+	reg := filepath.Join(e.root, "gv.hcl")
+	writeFile(t, reg, volSpec("gv", "ghost", "1MiB", "1GiB")+"external_id = \"ext-gv\"\n")
+	e.mustCLI(t, []string{`Volume "gv" recorded`}, "volume", "register", "-detach", reg)
+	ghost := a.runJob("g", jobWith("g", volumeBlock("data", "gv", "single-node-writer", false)))[0]
+	al := a.waitAlloc(ghost, "failed", func(al *api.Allocation) bool { return al.ClientStatus == "failed" })
+	found := false
+	for _, ev := range events(al, "t", api.TaskSetupFailure) {
+		found = found || strings.Contains(ev.DisplayMessage, `waiting for plugin "ghost"`)
+	}
+	if !found {
+		t.Fatalf("no Setup Failure event names the missing plugin: %s", allocSummary(al))
+	}
+	a.waitVolume("gv", "the failed allocation's claim released", noClaims)
+	for _, m := range mountsUnder(t, e.dataDir) {
+		if !strings.Contains(m, "/one/") {
+			t.Fatalf("a mount other than w1's: %s", m)
+		}
+	}
+}
+
+// TestVolumeClaimUpdateAndPerAlloc: a job update whose new version needs
+// the volume the old one writes (single-node-writer) stops the old
+// allocation first and mounts the volume for the new one; per_alloc gives
+// each allocation of a group its own volume, source[index].
+func TestVolumeClaimUpdateAndPerAlloc(t *testing.T) {
+	e := newEnv(t, csiConfig)
+	a := e.start()
+	startVolPlugin(t, e, a, "go_plugin", "up", nil)
+	createVolume(t, e, "uv", "up", "single-node-writer")
+	for _, id := range []string{"pa[0]", "pa[1]"} {
+		createVolume(t, e, id, "up", "single-node-writer")
+	}
+
+	dest := filepath.Join(e.root, "mnt")
+	version := func(v string) string {
+		tk := claimTask("t", e.markerFor("uj"), fmt.Sprintf(`echo %s >> %s/versions`, v, dest), volumeMount("data", dest, false))
+		tk.env = map[string]string{"VERSION": v}
+		return jobHCL("uj", volumeBlock("data", "uv", "single-node-writer", false), tk)
+	}
+	old := a.runJob("uj", version("1"))[0]
+	a.waitAlloc(old, "running", running("t"))
+	next := a.runJob("uj", version("2"))[0]
+	a.waitAlloc(next, "running", running("t"))
+	a.waitAlloc(old, "stopped", taskDead("t"))
+	claims := a.claimsOf(t, "uv")
+	if len(claims) != 1 || claims[0].AllocID != next {
+		t.Fatalf("claims after the update: %+v; want only %s", claims, next)
+	}
+	if b, err := os.ReadFile(filepath.Join(claims[0].TargetPath, "versions")); err != nil || string(b) != "1\n2\n" {
+		t.Fatalf("the volume's log of versions: %q, %v; want both, in order", b, err)
+	}
+
+	group := strings.Replace(volumeBlock("data", "pa", "single-node-writer", false), "read_only", "per_alloc = true\n      read_only", 1) +
+		"    count = 2\n"
+	allocs := a.runJob("pj", jobHCL("pj", group,
+		claimTask("t", e.markerFor("pj"), fmt.Sprintf(`echo "$NOMAD_ALLOC_INDEX" > %s/index`, dest), volumeMount("data", dest, false))))
+	if len(allocs) != 2 {
+		t.Fatalf("allocations: %v", allocs)
+	}
+	for _, al := range allocs {
+		a.waitAlloc(al, "running", running("t"))
+	}
+	for i, id := range []string{"pa[0]", "pa[1]"} {
+		c := a.claimsOf(t, id)
+		if len(c) != 1 {
+			t.Fatalf("volume %s claims: %+v", id, c)
+		}
+		b, err := os.ReadFile(filepath.Join(c[0].TargetPath, "index"))
+		if err != nil || string(b) != fmt.Sprintf("%d\n", i) {
+			t.Fatalf("volume %s holds index %q (%v); want allocation %d's", id, b, err, i)
+		}
+	}
+}
