@@ -218,4 +218,3 @@ func sameNodeCalls(a, b *mockCalls) bool {
 	}
 	return true
 }
-
