@@ -114,14 +114,6 @@ func (vm *VolumeManager) mountStep(ctx context.Context, v *Volume, c *Claim) cla
 			}
 			return st
 		}
-		if v.ControllerPublish == "" {
-			// Recorded before the call: a release undoes a publish that
-			// may have happened.
-			if err := vm.recordClaimStep(v.ID, c.AllocID, claimStep{wait: "controller-publishing",
-				setPublish: true, publish: ControllerPublishing, nodeID: n.fp.NodeInfo.NodeID}); err != nil {
-				return claimStep{name: "controller-publish", err: err}
-			}
-		}
 		resp, err := ctl.ControllerPublishVolume(ctx, &csipb.ControllerPublishVolumeRequest{
 			VolumeId: v.ExternalID, NodeId: n.fp.NodeInfo.NodeID, VolumeCapability: claimCapability(c),
 			Readonly: c.ReadOnly(), Secrets: v.Secrets, VolumeContext: v.Context,
@@ -219,21 +211,33 @@ func (vm *VolumeManager) releaseStep(ctx context.Context, v *Volume, c *Claim) c
 		return claimStep{name: "unstaged", next: ClaimUnstaged}
 	}
 
-	// Pending or unstaged: only the controller's side can be left.
-	if len(others(v, c)) > 0 || v.ControllerPublish == "" {
+	// Pending or unstaged: only the controller's side can be left, and
+	// only with the volume's last claim.
+	if len(others(v, c)) > 0 {
 		return claimStep{name: "released", removed: true}
 	}
-	ctl, wait := vm.controller(v)
-	if wait != "" {
+	// The publish is recorded once it is done, not before: a publish
+	// that may be in flight (a claim released while pending) is undone
+	// by asking any controller that can publish. ControllerUnpublish of
+	// what is not published answers OK (CSI spec).
+	ctl, wait := vm.publisher(v)
+	switch {
+	case wait != "" && v.ControllerPublish == ControllerPublished:
 		return claimStep{wait: "release " + wait}
+	case ctl == nil || ctl.Client == nil:
+		return claimStep{name: "released", removed: true, setPublish: true}
 	}
-	if ctl.Client != nil && ctl.has(CapControllerPublish) {
-		_, err := ctl.ControllerUnpublishVolume(ctx, &csipb.ControllerUnpublishVolumeRequest{
-			VolumeId: v.ExternalID, NodeId: v.NodeID, Secrets: v.Secrets,
-		})
-		if err != nil && !isNotFound(err) {
-			return claimStep{name: "controller-unpublish", err: err}
+	nodeID := v.NodeID
+	if nodeID == "" {
+		if n, _ := vm.node(v); n != nil {
+			nodeID = n.fp.NodeInfo.NodeID
 		}
+	}
+	_, err := ctl.ControllerUnpublishVolume(ctx, &csipb.ControllerUnpublishVolumeRequest{
+		VolumeId: v.ExternalID, NodeId: nodeID, Secrets: v.Secrets,
+	})
+	if err != nil && !isNotFound(err) {
+		return claimStep{name: "controller-unpublish", err: err}
 	}
 	return claimStep{name: "released", removed: true, setPublish: true}
 }

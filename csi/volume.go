@@ -43,9 +43,8 @@ type Volume struct {
 	// ID (claim.go).
 	Claims []*Claim
 	// ControllerPublish is the volume's ControllerPublish to this node:
-	// "" (none), "publishing" (asked for, or about to be: a release must
-	// undo it) or "published", with the answer's PublishContext, which
-	// every node call passes. NodeID is the node plugin's ID it was
+	// "" (none known) or "published", with the answer's PublishContext,
+	// which every node call passes. NodeID is the node plugin's ID it was
 	// published to.
 	ControllerPublish ControllerPublishState
 	PublishContext    map[string]string
@@ -123,8 +122,7 @@ const (
 type ControllerPublishState string
 
 const (
-	ControllerPublishing ControllerPublishState = "publishing"
-	ControllerPublished  ControllerPublishState = "published"
+	ControllerPublished ControllerPublishState = "published"
 )
 
 // VolumeState is the reconciler's progress towards Desired.

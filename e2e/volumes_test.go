@@ -40,7 +40,7 @@ type volPlugin struct {
 
 // startVolPlugin runs mockcsi as the monolith plugin id under drv, with
 // env (MOCKCSI_* faults), and waits until both halves are healthy.
-func startVolPlugin(t *testing.T, e *env, a *agentProc, drv, id string, env map[string]string) *volPlugin {
+func startVolPlugin(t testing.TB, e *env, a *agentProc, drv, id string, env map[string]string) *volPlugin {
 	t.Helper()
 	w := a.watchPlugins()
 	p := &volPlugin{id: id, stateDir: filepath.Join(e.root, "state-"+id)}
@@ -64,7 +64,7 @@ type mockCalls struct {
 // calls waits for a calls.json with no call in flight that satisfies cond
 // (nil: any) and returns it. mockcsi announces nothing when it rewrites
 // the file, so this polls it, with a deadline.
-func (p *volPlugin) calls(t *testing.T, cond func(*mockCalls) bool) *mockCalls {
+func (p *volPlugin) calls(t testing.TB, cond func(*mockCalls) bool) *mockCalls {
 	t.Helper()
 	var last *mockCalls
 	var lastErr error

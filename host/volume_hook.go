@@ -135,7 +135,7 @@ func (h volumeHook) Prerun(ctx context.Context, req *taskrunner.AllocHookRequest
 	for i, alias := range aliases {
 		vid := reqs[i].VolumeID
 		if c, err := h.a.volumes.ClaimOf(vid, req.AllocID); err == nil && !c.Mounted() {
-			req.Emit(EventVolumesWaiting, fmt.Sprintf("Waiting for volume %q (%s) to be mounted", alias, vid))
+			req.Note(EventVolumesWaiting, fmt.Sprintf("Waiting for volume %q (%s) to be mounted", alias, vid))
 		}
 		c, err := h.a.volumes.WaitMounted(ctx, vid, req.AllocID)
 		if err != nil {

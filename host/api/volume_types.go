@@ -63,7 +63,7 @@ type CSIVolume struct {
 
 	// Claims are the allocations using the volume (Nomad's ReadAllocs and
 	// WriteAllocs, with each claim's progress); ControllerPublish is the
-	// volume's ControllerPublish to this node ("", publishing, published).
+	// volume's ControllerPublish to this node ("" or published).
 	Claims            []*CSIVolumeClaim `json:",omitempty"`
 	ControllerPublish string            `json:",omitempty"`
 	// CurrentReaders and CurrentWriters count the claims not released.

@@ -50,13 +50,15 @@ type AllocHookRequest struct {
 	// name; the task's launches pass them to the driver.
 	Mounts map[string][]mountns.Mount
 
-	// emit records an event on every task of the allocation.
-	emit func(typ, msg string)
+	// note announces an informational event on every task.
+	note func(typ, msg string)
 }
 
-// Emit records an event on every task of the allocation, so that a user
-// looking at any of them sees why they wait or failed.
-func (r *AllocHookRequest) Emit(typ, msg string) { r.emit(typ, msg) }
+// Note announces an event on every task of the allocation, so that a user
+// looking at any of them sees what they wait for. Like Task Setup it is
+// informational: stored with each task's next write, which follows soon
+// (the launch, or the failure), not worth a commit of its own.
+func (r *AllocHookRequest) Note(typ, msg string) { r.note(typ, msg) }
 
 // allocHooks runs an allocation's hooks: prerun once, in a goroutine of its
 // own, whose result every launch waits for; postrun once all tasks died.

@@ -228,9 +228,9 @@ func newAllocRunner(cfg *Config, a *state.Alloc, recs map[string]*state.TaskReco
 	ar.hookReq = &AllocHookRequest{
 		AllocID: a.ID, Index: a.Index, Job: a.Job, Group: group, AllocDir: ar.allocDir,
 		TaskDirs: make(map[string]string, len(ar.tasks)), Logger: logger,
-		emit: func(typ, msg string) {
+		note: func(typ, msg string) {
 			for _, tr := range ar.tasks {
-				tr.emit(newEvent(typ, msg))
+				tr.apply(change{events: []*state.TaskEvent{newEvent(typ, msg)}, informational: true})
 			}
 		},
 	}

@@ -288,17 +288,6 @@ func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
 	default:
 	}
 	tr.apply(change{events: []*state.TaskEvent{newEvent(EventTaskSetup, "Building task directory and environment")}, informational: true})
-	var mounts []mountns.Mount
-	if h := tr.owner.ahooks; h != nil {
-		// The allocation's volumes are mounted before any task starts.
-		if err := h.await(ctx); err != nil {
-			if ctx.Err() == nil {
-				tr.emit(newEvent(EventSetupFailure, err.Error()))
-			}
-			return nil, err
-		}
-		mounts = h.req.Mounts[tr.task.Name]
-	}
 	tr.req.Restored = false
 	tr.req.Stdout, tr.req.Stderr = nil, nil
 	tr.req.logmon = nil
@@ -322,6 +311,20 @@ func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
 			tr.emit(newEvent(EventSetupFailure, err.Error()))
 			return nil, err
 		}
+	}
+	var mounts []mountns.Mount
+	if h := tr.owner.ahooks; h != nil {
+		// The allocation's volumes are mounted before any task starts.
+		// The wait comes after the prestart hooks, so that the task's
+		// directories and log shipper are made while the volume's CSI
+		// calls are in flight.
+		if err := h.await(ctx); err != nil {
+			if ctx.Err() == nil {
+				tr.emit(newEvent(EventSetupFailure, err.Error()))
+			}
+			return nil, err
+		}
+		mounts = h.req.Mounts[tr.task.Name]
 	}
 	vars := interpolationVars(tr.cfg, tr.req.Env)
 	c := tr.task.Config
