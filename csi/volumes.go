@@ -401,6 +401,9 @@ func (vm *VolumeManager) WaitSettled(ctx context.Context, id string) (*Volume, e
 // QueueStatus reports whether work is queued or running for the volume.
 func (vm *VolumeManager) QueueStatus(id string) reconcile.Status { return vm.queue.Status(id) }
 
+// QueueStats reports the volume queue's depth and retries, for metrics.
+func (vm *VolumeManager) QueueStats() reconcile.Stats { return vm.queue.Stats() }
+
 // reconcile takes the next step for one volume. See doc.go, "Volumes".
 func (vm *VolumeManager) reconcile(ctx context.Context, id string) (reconcile.Result, error) {
 	v, err := vm.cfg.Store.Volume(id)
