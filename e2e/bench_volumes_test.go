@@ -34,7 +34,9 @@ const (
 // 16 at a time. ns/op is the agent path; bare-ns/op and x-bare compare
 // (goal x-bare ≤ 1.3).
 func BenchmarkVolumes100(b *testing.B) {
-	e := newEnv(b, csiConfig)
+	// enable_debug: the agent's profile can be taken while this runs
+	// (README, "Metrics").
+	e := newEnv(b, csiConfig+"enable_debug = true\n")
 	a := e.start()
 	m := e.markerFor("vol")
 	const plugin = "vb"
