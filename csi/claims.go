@@ -163,28 +163,31 @@ func newClaim(v *Volume, r ClaimRequest, now time.Time) *Claim {
 // nothing on its own: CheckClaims decides at submission, and a claim that
 // meets another's at mount time waits for it to be released.
 func (vm *VolumeManager) Claim(reqs []ClaimRequest) error {
-	vm.recMu.Lock()
-	defer vm.recMu.Unlock()
 	now := time.Now()
 	for _, r := range reqs {
-		v, err := vm.cfg.Store.Volume(r.VolumeID)
-		if err != nil {
-			return fmt.Errorf("claiming volume %q for allocation %s: %w", r.VolumeID, r.AllocID, err)
-		}
-		if c := v.claim(r.AllocID); c != nil {
-			continue
-		}
-		if v.Desired != DesiredPresent {
-			return &ClaimError{VolumeID: r.VolumeID, Field: "Source", Reason: fmt.Sprintf("the volume is being %s", v.Desired)}
-		}
-		v.Claims = append(v.Claims, newClaim(v, r, now))
-		slices.SortFunc(v.Claims, func(a, b *Claim) int { return cmp.Compare(a.AllocID, b.AllocID) })
-		v.ModifyTime = now
-		if err := vm.commit(v, true); err != nil {
+		if err := vm.claimOne(r, now); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func (vm *VolumeManager) claimOne(r ClaimRequest, now time.Time) error {
+	defer vm.recMu.lock(r.VolumeID)()
+	v, err := vm.cfg.Store.Volume(r.VolumeID)
+	if err != nil {
+		return fmt.Errorf("claiming volume %q for allocation %s: %w", r.VolumeID, r.AllocID, err)
+	}
+	if c := v.claim(r.AllocID); c != nil {
+		return nil
+	}
+	if v.Desired != DesiredPresent {
+		return &ClaimError{VolumeID: r.VolumeID, Field: "Source", Reason: fmt.Sprintf("the volume is being %s", v.Desired)}
+	}
+	v.Claims = append(v.Claims, newClaim(v, r, now))
+	slices.SortFunc(v.Claims, func(a, b *Claim) int { return cmp.Compare(a.AllocID, b.AllocID) })
+	v.ModifyTime = now
+	return vm.commit(v, true)
 }
 
 // Release records that the allocation is done with its volumes and queues
@@ -207,8 +210,7 @@ func (vm *VolumeManager) Release(allocID string) error {
 // setClaimsReleased marks the claims of volume id that match as released
 // and queues the volume.
 func (vm *VolumeManager) setClaimsReleased(id string, match func(c *Claim) bool) error {
-	vm.recMu.Lock()
-	defer vm.recMu.Unlock()
+	defer vm.recMu.lock(id)()
 	v, err := vm.cfg.Store.Volume(id)
 	if errors.Is(err, ErrVolumeNotFound) {
 		return nil
@@ -496,8 +498,7 @@ type claimStep struct {
 // progress is a fact about what the plugin did, so it is kept whatever
 // request came meanwhile (a release only changes Desired).
 func (vm *VolumeManager) recordClaimStep(id, allocID string, st claimStep) error {
-	vm.recMu.Lock()
-	defer vm.recMu.Unlock()
+	defer vm.recMu.lock(id)()
 	v, err := vm.cfg.Store.Volume(id)
 	if errors.Is(err, ErrVolumeNotFound) {
 		return nil

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 // DefaultCallTimeout bounds a whole call, retries included, when the caller's
@@ -37,6 +38,10 @@ type ClientConfig struct {
 	// plugin, so that the supervisor adds no second connection to every
 	// plugin. The client borrows it: Close leaves it open.
 	Conn grpc.ClientConnInterface
+	// Observer, if set, is told the duration and outcome of every call
+	// (the agent's metrics). Nil observes nothing: the client works the
+	// same without an agent.
+	Observer RPCObserver
 }
 
 // Client is a CSI client for one plugin socket. It is safe for concurrent
@@ -47,6 +52,7 @@ type Client struct {
 	logger      hclog.Logger
 	callTimeout time.Duration
 	retry       RetryPolicy
+	observer    RPCObserver
 
 	// conn is nil when the connection is borrowed (ClientConfig.Conn).
 	conn       *grpc.ClientConn
@@ -72,6 +78,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		logger:      logger.Named("csi-client").With("socket", socket),
 		callTimeout: cfg.CallTimeout,
 		retry:       cfg.Retry.withDefaults(),
+		observer:    cfg.Observer,
 	}
 	if c.callTimeout <= 0 {
 		c.callTimeout = DefaultCallTimeout
@@ -142,6 +149,16 @@ func (c *Client) Close() error {
 // whole budget. Between attempts it waits Backoff(n), and gives up early
 // when the remaining budget cannot cover the wait.
 func invoke[Resp any](ctx context.Context, c *Client, method string, rpc func(context.Context) (Resp, error)) (Resp, error) {
+	if c.observer == nil {
+		return invokeRetrying(ctx, c, method, rpc)
+	}
+	start := time.Now()
+	resp, err := invokeRetrying(ctx, c, method, rpc)
+	c.observer.ObserveRPC(method, status.Code(err), time.Since(start))
+	return resp, err
+}
+
+func invokeRetrying[Resp any](ctx context.Context, c *Client, method string, rpc func(context.Context) (Resp, error)) (Resp, error) {
 	var zero Resp
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc

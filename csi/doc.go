@@ -128,7 +128,9 @@
 //   - Start queues every unsettled volume: whatever a killed agent left
 //     half done is finished from the record.
 //   - Requests and passes never overwrite each other: every
-//     read-modify-write of a record holds recMu, each request bumps the
+//     read-modify-write of a record holds its volume's lock (recMu; one
+//     per volume, so that writes of different volumes share the store's
+//     group commits), each request bumps the
 //     record's Generation, and a pass records its progress only if the
 //     generation it read is still current (the plugin's facts, such as a
 //     new external ID, are kept either way). A delete that arrives while a

@@ -73,10 +73,10 @@ type VolumeManager struct {
 	log   hclog.Logger
 	queue *reconcile.Queue
 
-	// recMu serialises every read-modify-write of a record: requests, and
-	// passes recording their outcome. Without it a pass that read the
+	// recMu serialises every read-modify-write of a record, per volume:
+	// requests, and passes recording their outcome. Without it a pass that read the
 	// record before a delete request would write it back as it was.
-	recMu sync.Mutex
+	recMu recordLocks
 
 	mu      sync.Mutex
 	changed chan struct{}
@@ -188,8 +188,7 @@ func (vm *VolumeManager) request(v *Volume, origin VolumeOrigin) (*Volume, error
 	if err := vm.checkPlugin(v, origin); err != nil {
 		return nil, err
 	}
-	vm.recMu.Lock()
-	defer vm.recMu.Unlock()
+	defer vm.recMu.lock(v.ID)()
 	cur, err := vm.cfg.Store.Volume(v.ID)
 	switch {
 	case errors.Is(err, ErrVolumeNotFound):
@@ -337,8 +336,7 @@ func (vm *VolumeManager) Deregister(id string) (*Volume, error) {
 }
 
 func (vm *VolumeManager) setDesired(id string, d VolumeDesired) (*Volume, error) {
-	vm.recMu.Lock()
-	defer vm.recMu.Unlock()
+	defer vm.recMu.lock(id)()
 	v, err := vm.cfg.Store.Volume(id)
 	if err != nil {
 		return nil, err
@@ -410,6 +408,9 @@ func (vm *VolumeManager) WaitSettled(ctx context.Context, id string) (*Volume, e
 
 // QueueStatus reports whether work is queued or running for the volume.
 func (vm *VolumeManager) QueueStatus(id string) reconcile.Status { return vm.queue.Status(id) }
+
+// QueueStats reports the volume queue's depth and retries, for metrics.
+func (vm *VolumeManager) QueueStats() reconcile.Stats { return vm.queue.Stats() }
 
 // reconcileVolume takes the next step of the volume's own work (create,
 // expand, validate, delete, forget); claims.go calls it. See doc.go,
@@ -608,8 +609,7 @@ func (vm *VolumeManager) step(ctx context.Context, v *Volume, c *controllerClien
 // came since the pass read the record (gen): the newer intent wins, and
 // the request's Add runs the volume again.
 func (vm *VolumeManager) recordOutcome(out *Volume, gen uint64) error {
-	vm.recMu.Lock()
-	defer vm.recMu.Unlock()
+	defer vm.recMu.lock(out.ID)()
 	cur, err := vm.cfg.Store.Volume(out.ID)
 	if errors.Is(err, ErrVolumeNotFound) {
 		return nil // forgotten meanwhile (a deregister)
@@ -631,8 +631,7 @@ func (vm *VolumeManager) recordOutcome(out *Volume, gen uint64) error {
 // forget removes the record, unless a request since the pass began wants
 // the volume kept.
 func (vm *VolumeManager) forget(v *Volume) error {
-	vm.recMu.Lock()
-	defer vm.recMu.Unlock()
+	defer vm.recMu.lock(v.ID)()
 	cur, err := vm.cfg.Store.Volume(v.ID)
 	if errors.Is(err, ErrVolumeNotFound) {
 		return nil

@@ -87,6 +87,10 @@ type feed struct {
 	// so far is in their channel or already read. Order within the slice
 	// is irrelevant; removal swaps the last one in.
 	direct []*subscription
+
+	// published counts the events of each EventType (the index), guarded
+	// by the registry's lock like tail; Registry.Stats reads it.
+	published [EventActivated + 1]uint64
 }
 
 func newFeed(wg *sync.WaitGroup) *feed {
@@ -106,6 +110,7 @@ func newFeed(wg *sync.WaitGroup) *feed {
 // before that node's offer: the subscription's from skips it here.
 func (f *feed) publish(typ EventType, info *PluginInfo, active bool) {
 	ev := &Event{Type: typ, Info: info.Copy(), Active: active}
+	f.published[typ]++
 	prev := f.tail
 	n := &eventNode{ev: ev, seq: prev.seq + 1, ready: make(chan struct{})}
 	prev.next = n

@@ -34,7 +34,9 @@ const (
 // 16 at a time. ns/op is the agent path; bare-ns/op and x-bare compare
 // (goal x-bare ≤ 1.3).
 func BenchmarkVolumes100(b *testing.B) {
-	e := newEnv(b, csiConfig)
+	// enable_debug: the agent's profile can be taken while this runs
+	// (README, "Metrics").
+	e := newEnv(b, csiConfig+"enable_debug = true\n")
 	a := e.start()
 	m := e.markerFor("vol")
 	const plugin = "vb"
@@ -56,6 +58,7 @@ func BenchmarkVolumes100(b *testing.B) {
 
 	ctx := context.Background()
 	var vs vsBare
+	commits0, writes0 := commitCounts(a)
 	run := 0
 	for b.Loop() {
 		b.StopTimer()
@@ -77,7 +80,26 @@ func BenchmarkVolumes100(b *testing.B) {
 		vs.add(agentTook, time.Since(start))
 		b.StartTimer()
 	}
+	b.StopTimer()
 	vs.report(b)
+	// The agent's own metrics say how well its state writes were grouped:
+	// each volume needs four durable writes (create requested, created,
+	// delete requested, forgotten).
+	if commits, writes := commitCounts(a); run > 0 && commits > commits0 {
+		b.ReportMetric(float64(commits-commits0)/float64(run*benchVolumes), "commits/vol")
+		b.ReportMetric(float64(writes-writes0)/float64(commits-commits0), "writes/commit")
+	}
+}
+
+// commitCounts reads the agent's state commits and the writes they carried
+// from its metrics.
+func commitCounts(a *agentProc) (commits, writes float64) {
+	f := a.scrape()["pluginhost_state_commit_writes"]
+	if f == nil || len(f.GetMetric()) == 0 {
+		a.t.Fatal("the agent reports no pluginhost_state_commit_writes")
+	}
+	h := f.GetMetric()[0].GetHistogram()
+	return float64(h.GetSampleCount()), h.GetSampleSum()
 }
 
 // pluginEndpoint returns the socket path of a raw_exec CSI task: its

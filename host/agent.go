@@ -19,6 +19,7 @@ import (
 	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/metrics"
 	"github.com/pluginhost/pluginhost/host/state"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 	"github.com/pluginhost/pluginhost/internal/reconcile"
@@ -51,6 +52,7 @@ type Agent struct {
 	cfg    *config.Config
 	logger hclog.Logger
 
+	metrics   *metrics.Metrics
 	db        *state.DB
 	registry  *dynamic.Registry
 	csi       *csi.Manager
@@ -119,6 +121,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		changed:   make(chan struct{}),
 		gcKick:    make(chan struct{}, 1),
 		startTime: time.Now(),
+		metrics:   metrics.New(),
 	}
 	// Undo what was built if a later step fails.
 	var closers []func()
@@ -136,11 +139,13 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	if err := checkStateFile(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	a.db, err = state.Open(filepath.Join(cfg.DataDir, StateFileName), state.Options{Logger: logger})
+	a.db, err = state.Open(filepath.Join(cfg.DataDir, StateFileName), state.Options{Logger: logger, Commits: a.metrics})
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	closers = append(closers, func() { a.db.Close() })
+	// Method values: a itself is nil by the time a failed NewAgent runs
+	// its closers (the named result is set by `return nil, err`).
+	closers = append(closers, closeIgnoring(a.db.Close))
 	// After the state file's lock: only the agent owning the data dir may
 	// create the node ID.
 	nodeID, err := loadNodeID(cfg.DataDir)
@@ -160,6 +165,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		FingerprintInterval: cfg.CSI.FingerprintInterval,
 		FingerprintTimeout:  cfg.CSI.ProbeTimeout,
 		OnHealthChange:      a.onHealthChange,
+		Client:              csi.ClientConfig{Observer: a.metrics},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent: csi manager: %w", err)
@@ -179,12 +185,15 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: job queue: %w", err)
 	}
+	if err := a.watchMetrics(); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 
 	a.watcher, err = driver.NewWatcher()
 	if err != nil {
 		return nil, fmt.Errorf("agent: process watcher: %w", err)
 	}
-	closers = append(closers, func() { a.watcher.Close() })
+	closers = append(closers, closeIgnoring(a.watcher.Close))
 	drivers, err := driver.Builtin(a.watcher, &driver.GoPluginConfig{
 		Watcher:    a.watcher,
 		Handshake:  sdk.Handshake(),
@@ -210,6 +219,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 			return []taskrunner.AllocHook{volumeHook{a: a}}
 		},
 		OnEvent:    a.taskQueue.push,
+		Metrics:    a.metrics,
 		NodeName:   cfg.NodeName,
 		NodeID:     nodeID,
 		Datacenter: cfg.Datacenter,
@@ -223,6 +233,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		ProbeInterval: cfg.CSI.FingerprintInterval,
 		ProbeTimeout:  cfg.CSI.ProbeTimeout,
 		Conns:         a.csi,
+		RPCObserver:   a.metrics,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent: csi plugin supervisor: %w", err)
@@ -236,6 +247,9 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	}
 	return a, nil
 }
+
+// closeIgnoring adapts a Close method value for NewAgent's closers.
+func closeIgnoring(closeFn func() error) func() { return func() { _ = closeFn() } }
 
 // Registry is the agent's plugin registry (the CSI supervisor registers
 // plugins in it).

@@ -111,7 +111,10 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 		ui.Error(err.Error())
 		return 1
 	}
-	srv, err := api.NewServer(api.ServerConfig{Addr: addr, Backend: agent, Logger: logger})
+	srv, err := api.NewServer(api.ServerConfig{
+		Addr: addr, Backend: agent, Logger: logger,
+		Metrics: agent.Metrics(), EnableDebug: cfg.EnableDebug,
+	})
 	if err != nil {
 		agent.Close()
 		ui.Error(err.Error())

@@ -114,6 +114,7 @@ func (m *Meta) completions() map[string]completion {
 		"volume snapshot list":   {complete.PredictNothing, append(read, "-plugin")},
 		"volume snapshot delete": {plugins, agent},
 		"events":                 {complete.PredictNothing, append(read, "-topic", "-index")},
+		"operator metrics":       {complete.PredictNothing, append(agent, "-format")},
 	}
 }
 

@@ -143,6 +143,8 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"plugin":                 func() (cli.Command, error) { return &PluginCommand{Meta: m}, nil },
 		"plugin status":          func() (cli.Command, error) { return &PluginStatusCommand{Meta: m}, nil },
 		"events":                 func() (cli.Command, error) { return &EventsCommand{Meta: m}, nil },
+		"operator":               func() (cli.Command, error) { return &OperatorCommand{Meta: m}, nil },
+		"operator metrics":       func() (cli.Command, error) { return &OperatorMetricsCommand{Meta: m}, nil },
 		"logmon":                 func() (cli.Command, error) { return &LogmonCommand{Meta: m}, nil },
 		"version":                func() (cli.Command, error) { return &VersionCommand{Meta: m}, nil },
 	}

@@ -210,6 +210,29 @@ func (c *Client) Self(ctx context.Context) (*AgentSelf, error) {
 	return &out, nil
 }
 
+// Metrics returns the agent's metrics in their JSON form.
+func (c *Client) Metrics(ctx context.Context) (*MetricsSummary, error) {
+	var out MetricsSummary
+	if err := c.do(ctx, http.MethodGet, "/v1/metrics", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// MetricsPrometheus copies the agent's metrics in the Prometheus text
+// format to w.
+func (c *Client) MetricsPrometheus(ctx context.Context, w io.Writer) error {
+	resp, err := c.send(ctx, http.MethodGet, "/v1/metrics", url.Values{"format": {"prometheus"}}, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("GET /v1/metrics: %w", err)
+	}
+	return nil
+}
+
 // Health reports whether the agent is ready. A reachable agent that is not
 // ready yet is (false, nil).
 func (c *Client) Health(ctx context.Context) (bool, error) {

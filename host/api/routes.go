@@ -29,6 +29,10 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/event/stream", methods{http.MethodGet: s.eventStream}.handler(s.log))
 	mux.Handle("/v1/agent/self", methods{http.MethodGet: s.agentSelf}.handler(s.log))
 	mux.Handle("/v1/agent/health", methods{http.MethodGet: s.agentHealth}.handler(s.log))
+	mux.Handle("/v1/metrics", methods{http.MethodGet: s.metrics}.handler(s.log))
+	if s.cfg.EnableDebug {
+		debugRoutes(mux)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, s.log, http.StatusNotFound, ErrorResponse{
 			Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path),

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
@@ -42,6 +44,12 @@ type ServerConfig struct {
 	Heartbeat time.Duration
 	// MaxBodyBytes caps request bodies; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// Metrics is served at /v1/metrics; nil answers 404 there.
+	Metrics prometheus.Gatherer
+	// EnableDebug serves Go's profiler at /debug/pprof/ (the agent's
+	// enable_debug). Off by default: profiles reveal memory contents and
+	// a CPU profile costs the agent while it runs.
+	EnableDebug bool
 }
 
 // Server is the agent's HTTP API. NewServer listens; Serve answers until its
@@ -52,6 +60,8 @@ type Server struct {
 	addr Addr
 	ln   net.Listener
 	http *http.Server
+	// promHandler writes the Prometheus text format of cfg.Metrics.
+	promHandler http.Handler
 
 	// baseCtx parents every request context. Shutdown cancels it first,
 	// because http.Server.Shutdown waits for requests to finish and
@@ -88,6 +98,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.Named("http"), addr: addr}
+	if cfg.Metrics != nil {
+		s.promHandler = promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{
+			ErrorLog:      s.log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
+			ErrorHandling: promhttp.ContinueOnError,
+		})
+	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 
 	ln, err := listen(addr)

@@ -51,6 +51,9 @@ type Config struct {
 	// under DataDir), "unix:///abs/path.sock", or a loopback "host:port".
 	// Use APIListenAddr rather than reading it.
 	Addr string
+	// EnableDebug serves Go's profiler at /debug/pprof/ on the API, as
+	// Nomad's enable_debug does. Off by default; on with -dev.
+	EnableDebug bool
 	// NodeName defaults to the hostname.
 	NodeName string
 	// Datacenter is this node's datacenter, matched against job
@@ -128,7 +131,9 @@ func Dev() *Config {
 			Interval: DefaultGCInterval, MaxAllocs: DefaultGCMaxAllocs,
 			DiskUsageThreshold: DefaultGCDiskUsageThreshold, InodeUsageThreshold: DefaultGCInodeUsageThreshold,
 		},
-		DevMode: true,
+		// Nomad's -dev turns enable_debug on too.
+		EnableDebug: true,
+		DevMode:     true,
 	}
 }
 

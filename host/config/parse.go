@@ -19,7 +19,7 @@ const MaxFileSize = 1 << 20
 
 var rootSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
-		{Name: "data_dir"}, {Name: "log_level"}, {Name: "log_json"}, {Name: "addr"},
+		{Name: "data_dir"}, {Name: "log_level"}, {Name: "log_json"}, {Name: "addr"}, {Name: "enable_debug"},
 		{Name: "node_name"}, {Name: "datacenter"}, {Name: "jobs"},
 		{Name: "gc_interval"}, {Name: "gc_max_allocs"}, {Name: "gc_disk_usage_threshold"}, {Name: "gc_inode_usage_threshold"},
 	},
@@ -132,6 +132,9 @@ func decode(d *hclstrict.Decoder, body hcl.Body, filename, baseDir string) *Conf
 	}
 	if v, ok := d.Bool(a["log_json"]); ok {
 		c.LogJSON = v
+	}
+	if v, ok := d.Bool(a["enable_debug"]); ok {
+		c.EnableDebug = v
 	}
 	if attr := a["addr"]; attr != nil {
 		if s, ok := d.String(attr, nil); ok {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
@@ -53,6 +54,9 @@ type Config struct {
 	// for as long as the supervision runs (the agent passes its
 	// csi.Manager, whose first fingerprint then needs no dial). Optional.
 	Conns ConnLender
+	// RPCObserver, if set, is told about every Probe and GetPluginInfo
+	// the supervision makes (the agent's metrics).
+	RPCObserver csi.RPCObserver
 }
 
 // ConnLender takes open connections to plugin sockets on loan; withdraw

@@ -126,7 +126,8 @@ func (sv *supervision) newClient() (*csi.Client, error) {
 		// The supervision has its own retry schedule (backoff while
 		// starting, the heartbeat after); one attempt per probe keeps a
 		// heartbeat's answer about now.
-		Retry: csi.RetryPolicy{MaxAttempts: 1, AttemptTimeout: cfg.ProbeTimeout},
+		Retry:    csi.RetryPolicy{MaxAttempts: 1, AttemptTimeout: cfg.ProbeTimeout},
+		Observer: cfg.RPCObserver,
 	}
 	if sv.s.goPlugin {
 		if pt, ok := sv.task.(driver.PluginTask); ok {

@@ -96,7 +96,7 @@ func (db *DB) tryBatch(calls []*batchCall) (failed int, err error) {
 			failed, err = -1, fmt.Errorf("%w: %v", ErrCorrupt, r)
 		}
 	}()
-	err = db.bolt.Update(func(tx *bbolt.Tx) error {
+	err = db.commit(len(calls), func(tx *bbolt.Tx) error {
 		for i, c := range calls {
 			if err := c.fn(tx); err != nil {
 				failed = i

@@ -38,6 +38,9 @@ type Options struct {
 	// zero). It is never infinite: a second agent on the same data dir must
 	// fail fast, not hang.
 	LockTimeout time.Duration
+	// Commits, if set, is told about every write transaction (the agent's
+	// metrics).
+	Commits CommitObserver
 
 	// migrations replaces the built-in upgrade list, for tests that need a
 	// schema history this binary does not have.
@@ -53,6 +56,7 @@ type DB struct {
 	version int
 	// batcher groups concurrent volume writes into shared commits.
 	batcher batcher
+	commits CommitObserver
 }
 
 // Open opens or creates the state file at path, takes its lock, and upgrades
@@ -84,7 +88,7 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 
-	db := &DB{path: path, log: log}
+	db := &DB{path: path, log: log, commits: opts.Commits}
 	if err := db.open(timeout, migrations, fresh); err != nil {
 		return nil, err
 	}
@@ -256,7 +260,7 @@ func (db *DB) Close() error {
 // error: bbolt has already rolled the transaction back by then.
 func (db *DB) update(op string, fn func(tx *bbolt.Tx) error) (err error) {
 	defer db.recoverInto(op, &err)
-	if err := db.bolt.Update(fn); err != nil {
+	if err := db.commit(1, fn); err != nil {
 		return fmt.Errorf("%s in state file %s: %w", op, db.path, err)
 	}
 	return nil

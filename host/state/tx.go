@@ -31,7 +31,7 @@ func (db *DB) Update(fn func(tx *Tx) error) (err error) {
 		return fmt.Errorf("state file %s: update without a function", db.path)
 	}
 	defer db.recoverInto("update", &err)
-	if err := db.bolt.Update(func(btx *bbolt.Tx) error { return fn(&Tx{tx: btx}) }); err != nil {
+	if err := db.commit(1, func(btx *bbolt.Tx) error { return fn(&Tx{tx: btx}) }); err != nil {
 		return fmt.Errorf("state file %s: %w", db.path, err)
 	}
 	return nil

@@ -43,6 +43,8 @@ type Config struct {
 	// once it is stored; for the informational Task Setup, once the
 	// runner has it (it is stored with the task's next write).
 	OnEvent func(allocID, task string, ev *state.TaskEvent)
+	// Metrics, if set, counts task starts, restarts and exits.
+	Metrics TaskMetrics
 
 	NodeName string
 	// NodeID is ${node.unique.id}: stable for the life of the data dir.

@@ -89,12 +89,15 @@ func (tr *TaskRunner) apply(c change) {
 	tr.announce(c.events)
 }
 
-// announce logs events and hands them to OnEvent.
+// announce logs events and hands them to OnEvent and Metrics.
 func (tr *TaskRunner) announce(events []*state.TaskEvent) {
 	for _, ev := range events {
 		tr.logger.Info("task event", "type", ev.Type, "msg", ev.Message)
 		if tr.cfg.OnEvent != nil {
 			tr.cfg.OnEvent(tr.allocID, tr.task.Name, ev)
+		}
+		if tr.cfg.Metrics != nil {
+			countEvent(tr.cfg.Metrics, tr.labels(), ev)
 		}
 	}
 }

@@ -72,6 +72,10 @@ type Queue struct {
 	status    map[string]*keyStatus
 	closed    bool
 	wg        sync.WaitGroup
+
+	// passes and retries count finished passes and failed ones since New,
+	// for Stats.
+	passes, retries uint64
 }
 
 type keyStatus struct {
@@ -328,6 +332,7 @@ func (q *Queue) work(ctx context.Context) {
 		delete(q.running, key)
 		st.passes++
 		st.lastPassErr = err
+		q.passes++
 		for _, w := range st.waiters {
 			close(w)
 		}
@@ -336,6 +341,7 @@ func (q *Queue) work(ctx context.Context) {
 		if err != nil {
 			st.attempts++
 			st.lastErr = err
+			q.retries++
 			after = q.backoff(st.attempts)
 			q.log.Warn("reconcile failed, will retry", "key", key, "attempt", st.attempts, "retry_in", after, "error", err)
 		} else {
