@@ -191,4 +191,3 @@ func BenchmarkAgentRestartVolumes(b *testing.B) {
 		}
 	})
 }
-
