@@ -144,4 +144,37 @@
 // (CREATE_DELETE_VOLUME, CLONE_VOLUME; snapshots and listings their own
 // capabilities) and refuse with a RequestError naming the field, rather
 // than queueing work that must fail.
+//
+// # Claims
+//
+// An allocation's use of a volume is a Claim inside the volume's record
+// (claim.go), so claims are serialised with the volume's own work and every
+// CSI call for a volume runs in that volume's pass, one at a time (no
+// unstage racing a publish, Nomad #20424). CheckClaims decides whether
+// requests can be granted (the volume exists, offers the mode, the access
+// mode allows another writer) without writing; Claim records claims
+// idempotently; Release marks an allocation's claims released; the
+// reconciler also releases, at every pass and at Start, the claims of
+// allocations that AllocSource says ended or are gone.
+//
+// A claim moves one recorded step at a time (claim_steps.go): pending →
+// controller-published (ControllerPublish when a controller can publish;
+// the staging and target paths are fixed and recorded here, before any
+// node call) → staged (NodeStage with STAGE_UNSTAGE_VOLUME, skipped when
+// another claim of the same usage staged it) → published (NodePublish).
+// A release unwinds: NodeUnpublish → unpublished; NodeUnstage unless
+// another claim may still stand on the staging path → unstaged;
+// ControllerUnpublish with the volume's last claim → forgotten. Each state
+// is the last step known done; the next step may have reached the plugin
+// before a crash, so a release undoes it too (the spec makes every node
+// call safe to repeat, and answers OK for what is not there), which is why
+// no intent needs recording before a call. Because usage lives in the
+// record, a restart never forgets that a staging path is shared (Nomad
+// #25813), and a published claim needs no call at all after a restart.
+//
+// A step's outcome is a fact about the plugin and is recorded whatever
+// request came meanwhile; requests change only Desired. Errors a retry
+// cannot fix mark the claim Failed, and the allocation waiting for it
+// (WaitMounted) fails; the rest retry the volume with backoff. A missing
+// plugin is waited for, like a missing controller.
 package csi

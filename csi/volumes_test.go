@@ -565,6 +565,9 @@ func TestVolumeRetriesTransientErrors(t *testing.T) {
 	if n := p.calls(t).Calls["CreateVolume"]; n != 4 {
 		t.Fatalf("CreateVolume calls = %d, want 4", n)
 	}
+	// The store has the record before the change is announced: wait for
+	// the announcement of the success before reading the log.
+	log.waitFor(t, "flaky ready", func(c volChange) bool { return c.V.ID == "flaky" && c.V.State == StateReady })
 	var attempts []int
 	for _, c := range log.of("flaky") {
 		attempts = append(attempts, c.V.Attempts)

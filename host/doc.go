@@ -46,6 +46,25 @@
 // pass from seeing a version that submit has recorded but whose runners it
 // has not started yet.
 //
+// # Volumes and claims
+//
+// Volume requests are parsed here (volumespec) and handed to
+// csi.VolumeManager, the same record-then-reconcile mechanism on the
+// volume's key. Claims (volume_hook.go): submit checks every claim of the
+// new version (csi.VolumeManager.CheckClaims, the job's own older
+// allocations not counting) before it records anything, and records the
+// claims of the allocations it created right after their commit, under
+// jobMu, so the next submission sees them. Each allocation with volumes
+// gets the volume hook: its prerun makes its claims (idempotently: an agent
+// killed before submit recorded them does it here), waits, bounded by
+// csi.volume_mount_timeout, until each is published, and hands every task
+// its bind mounts; its postrun releases the claims once every task is dead.
+// The state store answers csi.AllocSource (AllocEnded), so the reconciler
+// releases the claims of allocations that ended or are gone on its own.
+// When a new version writes to a volume that allows one writer,
+// reconcileJob stops the old allocations at once instead of after the new
+// ones are healthy: the new ones cannot mount before the old release.
+//
 // # Shutdown
 //
 // Run returns when its context ends (SIGINT or SIGTERM). It stops the API,

@@ -23,6 +23,19 @@
 // reader), and the poststart hooks run. A hook may fail the task or ask
 // for a restart through its HookRequest.
 //
+// # Allocation hooks
+//
+// Config.AllocHooks adds hooks of a whole allocation (allochooks.go; the
+// agent's volume hook is one). A prerun hook runs once per runner, in a
+// goroutine of its own started by Run; every launch of every task waits for
+// it after the task's own prestart hooks (so the task's directories and log
+// shipper are made while, say, a volume's CSI calls are in flight) and
+// before the driver starts the task; its error fails the tasks as
+// unrecoverable. Its output is per-task bind mounts (AllocHookRequest.Mounts),
+// which the driver makes in the task's own mount namespace (package
+// mountns). Restored tasks are re-adopted without waiting for it. A postrun
+// hook runs once every task is dead for good, never on Shutdown.
+//
 // # What is written, and when
 //
 // A commit costs two fdatasyncs whatever it holds, so the runner writes
