@@ -142,6 +142,8 @@ type volHarness struct {
 	m      *Manager
 	vm     atomic.Pointer[VolumeManager]
 	health chan HealthEvent
+	// allocs, if set, is every VolumeManager's AllocSource.
+	allocs AllocSource
 }
 
 func newVolHarness(t *testing.T) *volHarness {
@@ -217,7 +219,7 @@ func (h *volHarness) startVM(t *testing.T, store VolumeStore) (vm *VolumeManager
 		Store: store, Plugins: h.m, Logger: hclog.NewNullLogger(),
 		RPCTimeout: 10 * time.Second,
 		BaseDelay:  5 * time.Millisecond, MaxDelay: 50 * time.Millisecond,
-		OnChange: log.add,
+		OnChange: log.add, Allocs: h.allocs,
 	})
 	if err != nil {
 		t.Fatal(err)

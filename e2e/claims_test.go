@@ -242,14 +242,14 @@ func TestVolumeClaimUpdateAndPerAlloc(t *testing.T) {
 
 	dest := filepath.Join(e.root, "mnt")
 	version := func(v string) string {
-		tk := claimTask("t", e.markerFor("uj"), fmt.Sprintf(`echo %s >> %s/versions`, v, dest), volumeMount("data", dest, false))
+		tk := claimTask("t", e.markerFor("uj"), fmt.Sprintf(`echo %s >> %s/versions && echo done > "$NOMAD_ALLOC_DIR/done"`, v, dest), volumeMount("data", dest, false))
 		tk.env = map[string]string{"VERSION": v}
 		return jobHCL("uj", volumeBlock("data", "uv", "single-node-writer", false), tk)
 	}
 	old := a.runJob("uj", version("1"))[0]
-	a.waitAlloc(old, "running", running("t"))
+	e.allocFile(t, a, old, "done")
 	next := a.runJob("uj", version("2"))[0]
-	a.waitAlloc(next, "running", running("t"))
+	e.allocFile(t, a, next, "done")
 	a.waitAlloc(old, "stopped", taskDead("t"))
 	claims := a.claimsOf(t, "uv")
 	if len(claims) != 1 || claims[0].AllocID != next {
@@ -262,12 +262,12 @@ func TestVolumeClaimUpdateAndPerAlloc(t *testing.T) {
 	group := strings.Replace(volumeBlock("data", "pa", "single-node-writer", false), "read_only", "per_alloc = true\n      read_only", 1) +
 		"    count = 2\n"
 	allocs := a.runJob("pj", jobHCL("pj", group,
-		claimTask("t", e.markerFor("pj"), fmt.Sprintf(`echo "$NOMAD_ALLOC_INDEX" > %s/index`, dest), volumeMount("data", dest, false))))
+		claimTask("t", e.markerFor("pj"), fmt.Sprintf(`echo "$NOMAD_ALLOC_INDEX" > %s/index && echo done > "$NOMAD_ALLOC_DIR/done"`, dest), volumeMount("data", dest, false))))
 	if len(allocs) != 2 {
 		t.Fatalf("allocations: %v", allocs)
 	}
 	for _, al := range allocs {
-		a.waitAlloc(al, "running", running("t"))
+		e.allocFile(t, a, al, "done")
 	}
 	for i, id := range []string{"pa[0]", "pa[1]"} {
 		c := a.claimsOf(t, id)

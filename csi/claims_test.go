@@ -1,0 +1,131 @@
+package csi
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pluginhost/pluginhost/dynamic"
+)
+
+// fakeAllocs is an AllocSource whose ended allocations the test names.
+type fakeAllocs struct {
+	mu    sync.Mutex
+	ended map[string]bool
+}
+
+func (f *fakeAllocs) AllocEnded(id string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ended[id], nil
+}
+
+func (f *fakeAllocs) end(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ended[id] = true
+}
+
+// addNode registers the plugin's node service too, with the staging
+// directory a supervisor would give it, and waits for its fingerprint.
+func (h *volHarness) addNode(t *testing.T, name, socket, stagingDir string) {
+	t.Helper()
+	info := testInfo(dynamic.PluginTypeCSINode, name, "alloc-"+name, socket)
+	info.Options = map[string]string{OptionStagePublishBaseDir: stagingDir}
+	if err := h.reg.Register(info); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if p, ok := h.m.Plugin(name); ok && p.Node() != nil && p.Node().Healthy {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node of %s never healthy", name)
+		}
+		select {
+		case <-h.health:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func isMountpoint(t *testing.T, path string) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Contains(string(b), " "+path+" ")
+}
+
+// A claim is mounted in recorded steps, refuses a second writer, and is
+// released on its own once its allocation is gone, also by a manager that
+// starts after the allocation ended (a restarted agent).
+func TestClaimReleasedWhenAllocGone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mockcsi mounts need root")
+	}
+	t.Parallel()
+	p := startMockPlugin(t)
+	h := newVolHarness(t)
+	allocs := &fakeAllocs{ended: map[string]bool{}}
+	h.allocs = allocs
+	h.addPlugin(t, "mock", p.socket)
+	base := t.TempDir()
+	h.addNode(t, "mock", p.socket, base)
+	store := newMemVolumeStore()
+	vm, _, stop := h.startVM(t, store)
+
+	if _, err := vm.Create(volSpec("cv", "mock", mib)); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, vm, "cv")
+	req := ClaimRequest{VolumeID: "cv", AllocID: "a1", JobID: "j", TaskGroup: "g",
+		AccessMode: "single-node-writer", AttachmentMode: "file-system"}
+	if err := vm.Claim([]ClaimRequest{req}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	c, err := vm.WaitMounted(ctx, "cv", "a1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !isMountpoint(t, c.TargetPath) || !strings.HasPrefix(c.TargetPath, base+"/per-alloc/a1/cv/") {
+		t.Fatalf("claim published at %q, not a mount under %s", c.TargetPath, base)
+	}
+
+	second := req
+	second.AllocID = "a2"
+	var ce *ClaimError
+	if err := vm.CheckClaims([]ClaimRequest{second}, nil); !errors.As(err, &ce) || !strings.Contains(err.Error(), "a1") {
+		t.Fatalf("a second writer: %v; want a ClaimError naming a1", err)
+	}
+	if err := vm.CheckClaims([]ClaimRequest{second}, func(id string) bool { return id == "a1" }); err != nil {
+		t.Fatalf("a writer replacing a1: %v", err)
+	}
+
+	// The agent goes; meanwhile the allocation ends; a new manager over
+	// the same records releases the claim without being asked.
+	stop()
+	allocs.end("a1")
+	vm2, log2, _ := h.startVM(t, store)
+	log2.waitFor(t, "claim released", func(ch volChange) bool { return ch.V.ID == "cv" && len(ch.V.Claims) == 0 })
+	if isMountpoint(t, c.TargetPath) || isMountpoint(t, c.StagingPath) {
+		t.Fatal("a mount outlived the released claim")
+	}
+	calls := p.calls(t)
+	for _, rpc := range []string{"ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume", "ControllerUnpublishVolume"} {
+		if calls.Calls[rpc] != 1 {
+			t.Errorf("%s called %d times, want once: %v", rpc, calls.Calls[rpc], calls.Calls)
+		}
+	}
+	if _, err := vm2.Delete("cv"); err != nil {
+		t.Fatalf("delete after the release: %v", err)
+	}
+}
