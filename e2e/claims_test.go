@@ -280,3 +280,51 @@ func TestVolumeClaimUpdateAndPerAlloc(t *testing.T) {
 		}
 	}
 }
+
+// TestVolumeDetachAndForce: a volume in use cannot be deleted or
+// deregistered, even with -force, and detach leaves a running allocation's
+// claim alone; the CLI shows the claim in volume status and alloc status.
+// A claim released while its plugin is gone waits for the plugin (it is
+// not dropped with a mount left behind), and deregister -force of that
+// volume finishes once the plugin is back: unpublished, unstaged, gone.
+func TestVolumeDetachAndForce(t *testing.T) {
+	e := newEnv(t, csiConfig)
+	a := e.start()
+	p := startVolPlugin(t, e, a, "go_plugin", "df", nil)
+	createVolume(t, e, "dv", "df", "single-node-writer")
+	dest := filepath.Join(e.root, "mnt")
+	alloc := a.runJob("app", jobHCL("app", volumeBlock("data", "dv", "single-node-writer", false),
+		claimTask("t", e.markerFor("app"), "true", volumeMount("data", dest, false))))[0]
+	a.waitAlloc(alloc, "running", running("t"))
+
+	e.mustCLI(t, []string{"Writers", "1", short(alloc), "app", "write", "mounted", "published"}, "volume", "status", "dv")
+	e.mustCLI(t, []string{"CSI Volumes", "dv", "df", "mounted/published"}, "alloc", "status", alloc)
+	for _, args := range [][]string{{"volume", "delete", "dv"}, {"volume", "deregister", "dv"}, {"volume", "deregister", "-force", "dv"}} {
+		r := e.cli(args...)
+		if r.code == 0 || !strings.Contains(r.stderr+r.stdout, "in use by allocation "+alloc) {
+			t.Fatalf("%v on a volume in use: exit %d, %s%s", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	e.mustCLI(t, []string{"0 claim(s) released, 1 held by running allocations"}, "volume", "detach", "dv")
+
+	// The plugin goes, then the job: the release waits for the plugin.
+	a.stopJob("df")
+	a.stopJob("app")
+	a.waitVolume("dv", "release waiting for the plugin", func(v *api.CSIVolume, err error) bool {
+		return err == nil && len(v.Claims) == 1 && v.Claims[0].Desired == "released" &&
+			strings.Contains(v.Claims[0].StateDescription, "waiting for")
+	})
+	if m := mountsUnder(t, e.dataDir); len(m) == 0 {
+		t.Fatal("the volume was unmounted without its plugin?")
+	}
+	e.mustCLI(t, []string{`Volume "dv": deregistered recorded`}, "volume", "deregister", "-force", "-detach", "dv")
+
+	// The plugin comes back (same ID and state): the release and the
+	// deregistration finish.
+	startVolPlugin(t, e, a, "go_plugin", "df", nil)
+	a.waitVolume("dv", "gone", volGone)
+	if m := mountsUnder(t, e.dataDir); len(m) != 0 {
+		t.Fatalf("mounts left: %v", m)
+	}
+	p.waitMock(t, "dv", "nothing published", mockClean)
+}
