@@ -294,6 +294,7 @@ func (v *validation) task(f string, g *TaskGroup, t *Task) {
 		v.Add(f+".Config", "Missing config", "Task %q needs a `config { command = \"...\" }` block.", t.Name)
 	} else {
 		v.config(f+".Config", t.Driver, t.Config)
+		v.goPluginConfig(f+".Config", t)
 	}
 	v.stringMap(f+".Env", "env", t.Env)
 	v.stringMap(f+".Meta", "meta", t.Meta)
