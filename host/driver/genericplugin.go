@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	plugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -90,17 +91,29 @@ func (d *GoPlugin) launchConfig(spec *PluginSpec) (launchConfig, error) {
 	}, nil
 }
 
-// explainLaunch turns go-plugin's launch errors about protocols pluginhost
-// does not speak into ones that say so.
-func explainLaunch(client *plugin.Client, cc *plugin.ClientConfig, err error) error {
+// explainLaunch turns go-plugin's launch errors about what pluginhost
+// does not speak into ones that say so. line is the plugin's handshake
+// line ("" when unknown, as on re-attach): CORE|APP|NETWORK|ADDR|PROTOCOL
+// [|CERT[|MUX]].
+func explainLaunch(line string, cc *plugin.ClientConfig, err error) error {
 	if err == nil {
 		return nil
 	}
-	if p := client.Protocol(); p != "" && p != plugin.ProtocolGRPC {
-		return fmt.Errorf("plugin speaks go-plugin protocol %q: %w (net/rpc plugins are not supported): %w", p, ErrNotPlainGRPC, err)
+	parts := strings.Split(strings.TrimSpace(line), "|")
+	if len(parts) >= 4 {
+		proto := string(plugin.ProtocolNetRPC) // go-plugin's default when the field is missing
+		if len(parts) >= 5 {
+			proto = parts[4]
+		}
+		if proto != string(plugin.ProtocolGRPC) {
+			return fmt.Errorf("plugin speaks go-plugin protocol %q: %w; net/rpc plugins are not supported: %w", proto, ErrNotPlainGRPC, err)
+		}
+		if len(parts) >= 6 && len(parts[5]) > 50 {
+			return fmt.Errorf("plugin sent a TLS certificate in its handshake (AutoMTLS): %w; plugins that need TLS are not supported: %w", ErrNotPlainGRPC, err)
+		}
 	}
 	if cc.TLSConfig != nil {
-		return fmt.Errorf("plugin sent a TLS certificate in its handshake (AutoMTLS): %w: %w", ErrNotPlainGRPC, err)
+		return fmt.Errorf("plugin sent a TLS certificate in its handshake (AutoMTLS): %w; plugins that need TLS are not supported: %w", ErrNotPlainGRPC, err)
 	}
 	return err
 }

@@ -156,7 +156,7 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 		Logger:       logger.Named("go-plugin"),
 	}
 	client := plugin.NewClient(cc)
-	t, err := d.finish(ctx, client, cc, lc, func() *proc {
+	t, err := d.finish(ctx, client, cc, lc, func() string { return pr.handshake() }, func() *proc {
 		if pr == nil {
 			return nil
 		}
@@ -186,15 +186,17 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 }
 
 // finish connects, dispenses and identifies.
-func (d *GoPlugin) finish(ctx context.Context, client *plugin.Client, cc *plugin.ClientConfig, lc launchConfig, p func() *proc) (*pluginTask, error) {
+//
+// handshake is the plugin's handshake line, for explaining a refusal.
+func (d *GoPlugin) finish(ctx context.Context, client *plugin.Client, cc *plugin.ClientConfig, lc launchConfig, handshake func() string, p func() *proc) (*pluginTask, error) {
 	rpc, err := client.Client()
 	if err != nil {
-		return nil, explainLaunch(client, cc, err)
+		return nil, explainLaunch(handshake(), cc, err)
 	}
 	if cc.TLSConfig != nil {
 		// go-plugin accepted a server certificate the plugin sent on its
 		// own: every other client of the socket would fail its handshake.
-		return nil, explainLaunch(client, cc, errors.New("refused"))
+		return nil, explainLaunch(handshake(), cc, errors.New("refused"))
 	}
 	raw, err := rpc.Dispense(lc.dispense)
 	if err != nil {
@@ -255,7 +257,7 @@ func (d *GoPlugin) Recover(ctx context.Context, h *Handle, logger hclog.Logger) 
 		Logger:     logger.Named("go-plugin"),
 	}
 	client := plugin.NewClient(cc)
-	t, err := d.finish(ctx, client, cc, lc, func() *proc { return p })
+	t, err := d.finish(ctx, client, cc, lc, func() string { return "" }, func() *proc { return p })
 	if err != nil {
 		// The start time proved the process is our task, but we cannot
 		// talk to it: kill it (bounded), so that the caller's restart does
