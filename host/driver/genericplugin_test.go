@@ -92,4 +92,3 @@ func TestGoPluginRefusesNetRPCAndTLS(t *testing.T) {
 		t.Fatalf("TLS plugin: err = %v", err)
 	}
 }
-
