@@ -172,3 +172,24 @@ func TestGoPluginConfigOnlyForGoPlugin(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestGoPluginDuplicateInGroup(t *testing.T) {
+	task := func(name string) string {
+		return `    task "` + name + `" {
+      driver = "go_plugin"
+      config {
+        command = "p"
+        plugin {
+          type = "kv"
+          name = "a"
+        }
+      }
+    }
+`
+	}
+	src := "job \"j\" {\n  group \"g\" {\n" + task("one") + task("two") + "  }\n}\n"
+	_, err := Parse([]byte(src), "j.hcl")
+	if err == nil || !strings.Contains(err.Error(), "j.hcl:17:9: Duplicate plugin") {
+		t.Fatalf("err = %v", err)
+	}
+}
