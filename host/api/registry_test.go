@@ -58,7 +58,7 @@ func TestRegistryEndpoints(t *testing.T) {
 	}
 	for path, field := range map[string]string{
 		"/v1/plugin/k%20v/main":           "type",
-		"/v1/plugin/kv/..":                "name",
+		"/v1/plugin/kv/-bad":              "name",
 		"/v1/registry/plugins?type=a%2Fb": "type",
 	} {
 		code, er := ts.rawDo(t, http.MethodGet, path, "")
