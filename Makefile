@@ -7,13 +7,32 @@ BIN      := $(CURDIR)/bin
 PKGS     := ./...
 FUZZTIME ?= 1m
 
-.PHONY: all build run test lint vet fmt-check unit fuzz bench chaos clean
+.PHONY: all build run test lint vet fmt-check unit fuzz bench chaos clean generate
 
 all: build
 
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/pluginhost ./cmd/pluginhost-logmon ./cmd/pluginhost-nsexec ./plugins/mockcsi
+	$(GO) build -o $(BIN)/ ./cmd/pluginhost ./cmd/pluginhost-logmon ./cmd/pluginhost-nsexec ./plugins/mockcsi ./plugins/kv
+	# go-plugin's own example plugins (a gRPC and a net/rpc KV store), from
+	# the module cache: the tests run them as pluginhost tasks.
+	$(GO) build -o $(BIN)/ github.com/hashicorp/go-plugin/examples/grpc/plugin-go-grpc \
+		github.com/hashicorp/go-plugin/examples/grpc/plugin-go-netrpc
+
+# Regenerates the gRPC code of plugins/kv from its .proto (the generated
+# files are committed; this is not part of `make test`). buf compiles the
+# .proto in pure Go, so no protoc is needed; all three tools are Go modules
+# at pinned versions, installed into bin/.
+BUF_VERSION                ?= v1.75.0
+PROTOC_GEN_GO_VERSION      ?= v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION ?= v1.5.1
+
+generate:
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+	GOBIN=$(BIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$(BIN) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	cd plugins/kv && PATH="$(BIN):$$PATH" buf generate
 
 run: build
 	PATH="$(BIN):$$PATH" $(BIN)/pluginhost agent -dev

@@ -383,6 +383,20 @@ func (r *Registry) listLocked(pluginType string) []*PluginInfo {
 	return out
 }
 
+// Types returns every plugin type with at least one registration, sorted.
+func (r *Registry) Types() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.plugins))
+	for t, byName := range r.plugins {
+		if len(byName) > 0 {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // ListAllocs returns a copy of every registered allocation of pluginType,
 // active or not, sorted by name and then by Seq (so the last of each name is
 // the active one).

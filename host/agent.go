@@ -85,6 +85,9 @@ type Agent struct {
 	// live as long as the agent, not as long as the request.
 	runCtx context.Context
 
+	// follower follows the registry's events of every plugin type.
+	follower typeFollower
+
 	wg sync.WaitGroup
 }
 
@@ -239,6 +242,12 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		return nil, fmt.Errorf("agent: csi plugin supervisor: %w", err)
 	}
 	a.runnerCfg.ExtraHooks = func(req *taskrunner.HookRequest) []taskrunner.Hook {
+		if req != nil {
+			if t := genericPluginType(req.Task); t != "" {
+				// Before the supervisor can register it.
+				a.followType(t)
+			}
+		}
 		hooks := csiHooks(req)
 		if opts.ExtraHooks != nil {
 			hooks = append(hooks, opts.ExtraHooks(req)...)
@@ -477,27 +486,6 @@ func (a *Agent) onHealthChange(ev csi.HealthEvent) {
 			Plugin: &api.CSIInfo{PluginID: ev.PluginID, AllocID: ev.AllocID, Healthy: ev.Healthy,
 				HealthDescription: ev.Description, UpdateTime: ev.Time, RequiresControllerPlugin: controllerRequired}},
 	})
-}
-
-// followRegistry turns registry events into API events.
-func (a *Agent) followRegistry(ctx context.Context) {
-	for _, typ := range []string{dynamic.PluginTypeCSIController, dynamic.PluginTypeCSINode} {
-		ch := a.registry.Subscribe(ctx, typ)
-		a.wg.Add(1)
-		go func() {
-			defer a.wg.Done()
-			for ev := range ch {
-				msg := fmt.Sprintf("%s %s allocation %s", ev.Info.Type, ev.Info.Name, ev.Info.AllocID)
-				if ev.Active {
-					msg += " (active)"
-				}
-				a.events.publish(&api.Event{
-					Topic: api.TopicRegistry, Type: ev.Type.String(), Key: ev.Info.Name,
-					Payload: api.EventPayload{AllocID: ev.Info.AllocID, PluginType: ev.Info.Type, Message: msg},
-				})
-			}
-		}()
-	}
 }
 
 // forwardTaskEvents publishes queued task events with a fresh snapshot of

@@ -136,6 +136,9 @@ func JobNotes(job *jobspec.Job) []string {
 				out = append(out, fmt.Sprintf("group %q task %q: volume %q is bind-mounted at %s in a mount namespace of the task's own, before it starts (Nomad's raw_exec ignores volume_mount; its exec driver mounts inside the task's chroot)",
 					g.Name, t.Name, vm.Volume, where))
 			}
+			if note := jobspec.GoPluginNote(t); note != "" {
+				out = append(out, fmt.Sprintf("group %q: %s", g.Name, note))
+			}
 		}
 	}
 	return out

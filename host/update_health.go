@@ -77,8 +77,8 @@ func judgeRollout(job *jobspec.Job, entries []*allocEntry, now time.Time) rollou
 }
 
 // healthySince is when every task of an allocation became healthy: running
-// since its last start, and for CSI plugin tasks since the plugin's last
-// "healthy" event. ok is false while one is not healthy.
+// since its last start, and for plugin tasks (CSI or generic) since the
+// plugin's last "healthy" event. ok is false while one is not healthy.
 func healthySince(tasks []taskrunner.TaskSnapshot, job *jobspec.Job, group string) (time.Time, bool) {
 	var since time.Time
 	g := groupOf(job, group)
@@ -87,7 +87,7 @@ func healthySince(tasks []taskrunner.TaskSnapshot, job *jobspec.Job, group strin
 			return time.Time{}, false
 		}
 		at := t.State.StartedAt
-		if isCSITask(g, t.Name) {
+		if isPluginTask(g, t.Name) {
 			h, ok := pluginHealthyAt(t.Events)
 			if !ok {
 				return time.Time{}, false
@@ -117,13 +117,15 @@ func pluginHealthyAt(events []*state.TaskEvent) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-func isCSITask(g *jobspec.TaskGroup, name string) bool {
+// isPluginTask reports whether the task is a supervised plugin (a CSI
+// plugin or a generic one), whose health is its supervisor's events.
+func isPluginTask(g *jobspec.TaskGroup, name string) bool {
 	if g == nil {
 		return false
 	}
 	for _, t := range g.Tasks {
 		if t.Name == name {
-			return t.CSIPluginConfig != nil
+			return t.CSIPluginConfig != nil || (t.Driver == jobspec.DriverGoPlugin && t.Config != nil && t.Config.Plugin != nil)
 		}
 	}
 	return false

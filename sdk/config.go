@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -16,15 +17,27 @@ import (
 const DefaultStopTimeout = 10 * time.Second
 
 // Config describes a plugin: its CSI services and anything else it serves.
+// A CSI plugin sets Identity; a plugin of any other type leaves the CSI
+// fields nil, names its types in Types and adds its services in Register.
+// A binary may be both.
 type Config struct {
 	Name       string               // plugin name, for logs
-	Identity   csi.IdentityServer   // required
-	Controller csi.ControllerServer // optional
-	Node       csi.NodeServer       // optional
+	Identity   csi.IdentityServer   // required for a CSI plugin
+	Controller csi.ControllerServer // optional, needs Identity
+	Node       csi.NodeServer       // optional, needs Identity
 
-	// Register adds extra gRPC services (plugin types other than CSI). The
-	// server already carries grpc.health.v1.Health and gRPC reflection in
-	// both modes (go-plugin needs them), so Register must not add those.
+	// Types are the plugin types, other than CSI, that this binary
+	// provides (for example "kv"). Each becomes a plugin of that name in
+	// go-plugin's plugin set, so that a host may dispense it by that name.
+	// Health is go-plugin's in both modes: grpc.health.v1 service "plugin"
+	// is SERVING while the plugin serves. Required when Identity is nil. The job's go_plugin config says under
+	// which type and name pluginhost registers the plugin.
+	Types []string
+
+	// Register adds the plugin's gRPC services: a non-CSI plugin's own,
+	// or extras next to CSI. The server already carries
+	// grpc.health.v1.Health and gRPC reflection in both modes (go-plugin
+	// needs them), so Register must not add those.
 	Register func(*grpc.Server)
 
 	// Endpoint is the standalone socket; default: the --endpoint flag value
@@ -58,8 +71,8 @@ type Config struct {
 // withDefaults validates c and returns a copy with every default applied, so
 // the serving code never re-derives one.
 func (c Config) withDefaults() (Config, error) {
-	if c.Identity == nil {
-		return c, errors.New("sdk: Config.Identity is required")
+	if err := c.checkServices(); err != nil {
+		return c, err
 	}
 	if c.Name == "" {
 		c.Name = filepath.Base(os.Args[0])
@@ -73,11 +86,39 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
+// checkServices refuses a Config that serves nothing a host could use, or
+// whose Types could not be told apart.
+func (c Config) checkServices() error {
+	if c.Identity == nil {
+		if c.Controller != nil || c.Node != nil {
+			return errors.New("sdk: Config.Controller and Config.Node need Config.Identity (a CSI plugin serves Identity)")
+		}
+		if len(c.Types) == 0 {
+			return errors.New("sdk: Config needs Identity (a CSI plugin) or Types (the plugin types it provides)")
+		}
+	}
+	seen := map[string]bool{}
+	for i, t := range c.Types {
+		switch {
+		case t == "":
+			return fmt.Errorf("sdk: Config.Types[%d] is empty", i)
+		case t == PluginCSI:
+			return fmt.Errorf("sdk: Config.Types[%d] is %q: a CSI plugin sets Config.Identity instead", i, t)
+		case seen[t]:
+			return fmt.Errorf("sdk: Config.Types[%d]: %q is listed twice", i, t)
+		}
+		seen[t] = true
+	}
+	return nil
+}
+
 // registerServices puts everything c serves on s. Both modes call it, so a
 // plugin answers the same services on pluginhost's socket and on its
 // standalone CSI endpoint.
 func (c Config) registerServices(s *grpc.Server) {
-	csi.RegisterIdentityServer(s, c.Identity)
+	if c.Identity != nil {
+		csi.RegisterIdentityServer(s, c.Identity)
+	}
 	if c.Controller != nil {
 		csi.RegisterControllerServer(s, c.Controller)
 	}

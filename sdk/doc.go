@@ -7,9 +7,19 @@
 //   - Launched any other way (Nomad raw_exec, a Kubernetes pod, a terminal) it
 //     is an ordinary CSI driver listening on --endpoint or $CSI_ENDPOINT.
 //
-// The author writes csi.IdentityServer (and optionally Controller/Node
-// servers), fills a Config and calls Main; nothing in the plugin depends on
-// which mode it runs in. sdk/sdktest starts a plugin for tests in either mode.
+// The author of a CSI plugin writes csi.IdentityServer (and optionally
+// Controller/Node servers), fills a Config and calls Main; nothing in the
+// plugin depends on which mode it runs in. sdk/sdktest starts a plugin for
+// tests in either mode.
+//
+// A plugin of another type leaves the CSI fields nil, names the types it
+// provides in Config.Types and registers its gRPC services in
+// Config.Register; it gets the same two modes, signal handling, stdio and
+// log file. Each type is an entry of its go-plugin plugin set (a ConnPlugin,
+// whose dispensed value is the *grpc.ClientConn); health is go-plugin's
+// grpc.health.v1 service "plugin" in both modes. The job that runs it under
+// pluginhost says which type and name it is registered as. A host that does
+// not interpret a plugin's services uses HostConnPlugins.
 //
 // # The launch contract
 //
@@ -124,8 +134,8 @@
 //
 // # Invariants
 //
-//   - Both modes serve the same services: Identity (required), Controller and
-//     Node when set, Register's extras, grpc.health.v1.Health ("plugin" is
+//   - Both modes serve the same services: Identity (a CSI plugin's), Controller
+//     and Node when set, Register's services, grpc.health.v1.Health ("plugin" is
 //     SERVING) and gRPC reflection.
 //   - sdk never imports host; host imports sdk only for this contract.
 //   - The only process-wide state Serve touches is what a plugin process owns

@@ -30,6 +30,9 @@ const (
 type CSIPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
 	cfg *Config // nil on the host side
+	// register, when set, replaces cfg.registerServices (the plugin set
+	// shares one registration among its entries).
+	register func(*grpc.Server)
 }
 
 var _ plugin.GRPCPlugin = (*CSIPlugin)(nil)
@@ -39,6 +42,10 @@ func (p *CSIPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	if p.cfg == nil {
 		return errors.New("sdk: CSIPlugin has no Config: the host-side plugin cannot serve")
 	}
+	if p.register != nil {
+		p.register(s)
+		return nil
+	}
 	p.cfg.registerServices(s)
 	return nil
 }
@@ -47,6 +54,46 @@ func (p *CSIPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 // connection itself, so callers build whichever CSI clients they need.
 func (p *CSIPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
 	return c, nil
+}
+
+// ConnPlugin is a go-plugin Plugin for a plugin type the host does not
+// interpret: on the host side dispensing it yields the *grpc.ClientConn to
+// the plugin's socket, whatever services the plugin serves there. On the
+// plugin side the sdk uses it for each of Config.Types. It speaks gRPC only.
+type ConnPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	register func(*grpc.Server) // nil on the host side
+}
+
+var _ plugin.GRPCPlugin = (*ConnPlugin)(nil)
+
+// GRPCServer implements plugin.GRPCPlugin.
+func (p *ConnPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	if p.register == nil {
+		return errors.New("sdk: ConnPlugin has no services: the host-side plugin cannot serve")
+	}
+	p.register(s)
+	return nil
+}
+
+// GRPCClient implements plugin.GRPCPlugin: the dispensed value is the
+// connection itself.
+func (p *ConnPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return c, nil
+}
+
+// HostConnPlugins returns host-side plugin sets that dispense name as a
+// *grpc.ClientConn in each of versions: what a host needs to launch or
+// re-attach a gRPC go-plugin plugin whose services it does not interpret.
+// Over gRPC the name never reaches the plugin (go-plugin dispenses on the
+// host side only), so any name works; the version must be one the plugin
+// speaks.
+func HostConnPlugins(name string, versions ...int) map[int]plugin.PluginSet {
+	out := make(map[int]plugin.PluginSet, len(versions))
+	for _, v := range versions {
+		out[v] = plugin.PluginSet{name: &ConnPlugin{}}
+	}
+	return out
 }
 
 // HostPlugins returns the host side's versioned plugin sets, for
@@ -72,11 +119,21 @@ func HostPluginSet(version int) (plugin.PluginSet, error) {
 	return set, nil
 }
 
-// pluginVersions is the plugin side's versioned plugin sets.
+// pluginVersions is the plugin side's versioned plugin sets: "csi" when
+// the Config serves CSI, and one entry per Config.Types. go-plugin calls
+// GRPCServer of every entry on the same server, so only the first call
+// registers the services.
 func pluginVersions(cfg *Config) map[int]plugin.PluginSet {
-	return map[int]plugin.PluginSet{
-		ProtocolVersion: {PluginCSI: &CSIPlugin{cfg: cfg}},
+	var once sync.Once
+	register := func(s *grpc.Server) { once.Do(func() { cfg.registerServices(s) }) }
+	set := plugin.PluginSet{}
+	if cfg.Identity != nil {
+		set[PluginCSI] = &CSIPlugin{cfg: cfg, register: register}
 	}
+	for _, t := range cfg.Types {
+		set[t] = &ConnPlugin{register: register}
+	}
+	return map[int]plugin.PluginSet{ProtocolVersion: set}
 }
 
 // servePlugin serves cfg through go-plugin until the host shuts the plugin

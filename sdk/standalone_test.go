@@ -209,11 +209,33 @@ func TestStandaloneRefusesBadEndpoints(t *testing.T) {
 
 func TestServeRejectsConfigWithoutIdentity(t *testing.T) {
 	err := sdk.ServeStandalone(context.Background(), sdk.Config{Name: "x", Endpoint: "/tmp/unused.sock"})
-	if err == nil || !strings.Contains(err.Error(), "Identity is required") {
+	if err == nil || !strings.Contains(err.Error(), "needs Identity (a CSI plugin) or Types") {
 		t.Fatalf("err = %v", err)
 	}
 	err = sdk.ServeContext(context.Background(), sdk.Config{})
 	if err == nil {
 		t.Fatal("ServeContext accepted a Config without Identity")
+	}
+}
+
+// A plugin of another type needs no Identity but must say what it provides,
+// and its Types must be told apart from CSI and from each other.
+func TestConfigTypes(t *testing.T) {
+	for name, tc := range map[string]struct {
+		cfg  sdk.Config
+		want string
+	}{
+		"node without identity": {sdk.Config{Types: []string{"kv"}, Node: &csi.UnimplementedNodeServer{}}, "need Config.Identity"},
+		"empty type":            {sdk.Config{Types: []string{""}}, "Types[0] is empty"},
+		"csi as a type":         {sdk.Config{Types: []string{"csi"}}, "sets Config.Identity instead"},
+		"duplicate":             {sdk.Config{Types: []string{"kv", "kv"}}, "listed twice"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tc.cfg.Endpoint = "/tmp/unused.sock"
+			err := sdk.ServeStandalone(context.Background(), tc.cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to say %q", err, tc.want)
+			}
+		})
 	}
 }

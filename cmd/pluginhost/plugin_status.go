@@ -18,14 +18,18 @@ type PluginStatusCommand struct {
 }
 
 func (c *PluginStatusCommand) Synopsis() string {
-	return "List CSI plugins, or show one plugin's health"
+	return "List plugins of every type, or show one plugin's health"
 }
 
 func (c *PluginStatusCommand) Help() string {
 	return helpText(`
-Usage: pluginhost plugin status [-json] [-verbose] [ID]
+Usage: pluginhost plugin status [-json] [-verbose] [ID | TYPE/NAME]
 
-  Without ID, list the CSI plugins with their healthy/expected counts. With
+  Without an argument, list the CSI plugins with their healthy/expected
+  counts, then the registered plugins of every other type (go_plugin tasks
+  whose config has a plugin block) with their active allocation and socket
+  (-json lists the CSI plugins only). With TYPE/NAME, show that plugin's
+  registered allocations and which one consumers reach. With a CSI plugin's
   ID, show the plugin: provider and version, the plugin's capabilities and
   those of its controller and node services, node info, every allocation
   backing it (several during a rolling update or after a restore) with the
@@ -46,20 +50,71 @@ func (c *PluginStatusCommand) list(client *api.Client) int {
 	if c.json {
 		return c.outputJSON(plugins)
 	}
-	if len(plugins) == 0 {
+	others, err := client.RegisteredPlugins(c.Ctx, "")
+	if err != nil && !errors.Is(err, api.ErrNotFound) {
+		// An agent without a registry listing has no other types.
+		return c.fail("listing registered plugins", err)
+	}
+	others = slices.DeleteFunc(others, func(p *api.PluginListStub) bool { return strings.HasPrefix(p.Type, "csi") })
+	if len(plugins) == 0 && len(others) == 0 {
 		c.Ui.Output("No CSI plugins")
 		return 0
 	}
-	rows := []string{"ID|Provider|Controllers Healthy/Expected|Nodes Healthy/Expected"}
-	for _, p := range plugins {
-		rows = append(rows, fmt.Sprintf("%s|%s|%d/%d|%d/%d", cell(p.ID), cell(p.Provider),
-			p.ControllersHealthy, p.ControllersExpected, p.NodesHealthy, p.NodesExpected))
+	if len(plugins) > 0 {
+		rows := []string{"ID|Provider|Controllers Healthy/Expected|Nodes Healthy/Expected"}
+		for _, p := range plugins {
+			rows = append(rows, fmt.Sprintf("%s|%s|%d/%d|%d/%d", cell(p.ID), cell(p.Provider),
+				p.ControllersHealthy, p.ControllersExpected, p.NodesHealthy, p.NodesExpected))
+		}
+		c.Ui.Output(formatList(rows))
 	}
+	if len(others) > 0 {
+		if len(plugins) > 0 {
+			c.Ui.Output("")
+		}
+		rows := []string{"Type|Name|Active Allocation|Instances|Socket"}
+		for _, p := range others {
+			rows = append(rows, fmt.Sprintf("%s|%s|%s|%d|%s", cell(p.Type), cell(p.Name),
+				c.shortOrNone(p.ActiveAllocID), p.Instances, cell(p.SocketPath)))
+		}
+		c.Ui.Output(formatList(rows))
+	}
+	return 0
+}
+
+// showRegistered shows a plugin of any type by TYPE/NAME.
+func (c *PluginStatusCommand) showRegistered(client *api.Client, typ, name string) int {
+	p, err := client.RegisteredPlugin(c.Ctx, typ, name)
+	if errors.Is(err, api.ErrNotFound) {
+		c.Ui.Error(fmt.Sprintf("No plugin %s/%s is registered", typ, name))
+		return 1
+	}
+	if err != nil {
+		return c.fail(fmt.Sprintf("reading plugin %s/%s", typ, name), err)
+	}
+	if c.json {
+		return c.outputJSON(p)
+	}
+	kv := []string{"Type|" + cell(p.Type), "Name|" + cell(p.Name)}
+	if p.Active != nil {
+		kv = append(kv, "Active Allocation|"+c.shortOrNone(p.Active.AllocID), "Socket|"+cell(p.Active.SocketPath),
+			"Target|"+cell(api.ResolverScheme+":///"+p.Type+"/"+p.Name))
+	}
+	c.Ui.Output(formatKV(kv))
+	rows := []string{"Allocation ID|Active|Version|Registered|Socket"}
+	for _, in := range p.Instances {
+		rows = append(rows, fmt.Sprintf("%s|%t|%s|%s|%s", c.shortOrNone(in.AllocID), in.Active, cell(in.Version),
+			in.RegisteredAt.Format(time.RFC3339), cell(in.SocketPath)))
+	}
+	c.Ui.Output("\nAllocations")
 	c.Ui.Output(formatList(rows))
 	return 0
 }
 
 func (c *PluginStatusCommand) show(client *api.Client, id string) int {
+	if typ, name, ok := strings.Cut(id, "/"); ok {
+		return c.showRegistered(client, typ, name)
+	}
 	p, err := client.Plugin(c.Ctx, id)
 	if errors.Is(err, api.ErrNotFound) {
 		c.Ui.Error(fmt.Sprintf("No CSI plugin with ID %q: no allocation runs or declares it", id))

@@ -201,6 +201,27 @@ func (c *Client) Plugin(ctx context.Context, id string) (*CSIPlugin, error) {
 	return &out, nil
 }
 
+// RegisteredPlugins lists the registry's plugins of pluginType, or of
+// every type when it is "".
+func (c *Client) RegisteredPlugins(ctx context.Context, pluginType string) ([]*PluginListStub, error) {
+	var q url.Values
+	if pluginType != "" {
+		q = url.Values{"type": {pluginType}}
+	}
+	var out []*PluginListStub
+	err := c.do(ctx, http.MethodGet, "/v1/registry/plugins", q, nil, &out)
+	return out, err
+}
+
+// RegisteredPlugin describes one registered plugin and its instances.
+func (c *Client) RegisteredPlugin(ctx context.Context, pluginType, name string) (*Plugin, error) {
+	var out Plugin
+	if err := c.do(ctx, http.MethodGet, "/v1/plugin/"+url.PathEscape(pluginType)+"/"+url.PathEscape(name), nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Self describes the agent.
 func (c *Client) Self(ctx context.Context) (*AgentSelf, error) {
 	var out AgentSelf

@@ -14,7 +14,18 @@
 // Paths follow Nomad's where the concept is the same (/v1/jobs, /v1/job/<id>,
 // /v1/allocation/<id>, /v1/client/fs/logs/<alloc>, /v1/plugins?type=csi,
 // /v1/plugin/csi/<id>, /v1/event/stream, /v1/agent/self, /v1/agent/health),
-// and so do the JSON field names of the types in types.go.
+// and so do the JSON field names of the types in types.go. The registry of
+// every plugin type (/v1/registry/plugins, /v1/plugin/<type>/<name>) is
+// pluginhost's own, served when the backend implements RegistryBackend.
+//
+// # Resolver
+//
+// NewResolverBuilder is a gRPC resolver for pluginhost:///TYPE/NAME: a
+// program's grpc.ClientConn dials the active instance's unix socket
+// directly and follows the agent's PluginActiveInstance events (subscribed
+// before the first lookup, resubscribed with backoff) to the next instance.
+// It is passed per connection (grpc.WithResolvers), never registered
+// globally.
 //
 // # Invariants
 //

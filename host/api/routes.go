@@ -17,6 +17,11 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/client/fs/logs/{id}", methods{http.MethodGet: s.allocLogs}.handler(s.log))
 	mux.Handle("/v1/plugins", methods{http.MethodGet: s.listPlugins}.handler(s.log))
 	mux.Handle("/v1/plugin/csi/{id}", methods{http.MethodGet: s.getPlugin}.handler(s.log))
+	// The registry, every plugin type alike (pluginhost's own; Nomad lists
+	// CSI plugins only). /v1/plugin/csi/{id} above is more specific and
+	// keeps its meaning.
+	mux.Handle("/v1/registry/plugins", methods{http.MethodGet: s.listRegistered}.handler(s.log))
+	mux.Handle("/v1/plugin/{type}/{name}", methods{http.MethodGet: s.getRegistered}.handler(s.log))
 	mux.Handle("/v1/volumes", methods{http.MethodGet: s.listVolumes}.handler(s.log))
 	mux.Handle("/v1/volumes/external", methods{http.MethodGet: s.externalVolumes}.handler(s.log))
 	mux.Handle("/v1/volumes/snapshot", methods{http.MethodGet: s.listSnapshots, http.MethodPost: s.createSnapshot,

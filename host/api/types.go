@@ -331,10 +331,14 @@ type EventPayload struct {
 	TaskEvent  *TaskEvent     `json:",omitempty"`
 	// PluginType is a dynamic registry type ("csi-controller",
 	// "csi-node") for registry and plugin events.
-	PluginType string     `json:",omitempty"`
-	Plugin     *CSIInfo   `json:",omitempty"`
-	Volume     *CSIVolume `json:",omitempty"`
-	Message    string     `json:",omitempty"`
+	PluginType string   `json:",omitempty"`
+	Plugin     *CSIInfo `json:",omitempty"`
+	// PluginName and Instance are set on EventPluginActive events: the
+	// plugin's active instance after a change, nil when it has none.
+	PluginName string          `json:",omitempty"`
+	Instance   *PluginInstance `json:",omitempty"`
+	Volume     *CSIVolume      `json:",omitempty"`
+	Message    string          `json:",omitempty"`
 }
 
 // AgentSelf is GET /v1/agent/self.

@@ -130,7 +130,7 @@ func BenchmarkGoPluginLaunchToRegistered(b *testing.B) {
 			emit:        func(string, string) {},
 			restartTask: func(reason string) { b.Errorf("restart: %s", reason) },
 		}
-		client, err := sv.newClient()
+		client, err := sv.newChecker()
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/dynamic"
+	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
 
@@ -93,8 +94,9 @@ func (c Config) withDefaults() (Config, error) {
 }
 
 // NewHook checks cfg and returns the function the agent sets as
-// taskrunner.Config.ExtraHooks: it gives every task with a csi_plugin block
-// its own supervisor hook and every other task nothing.
+// taskrunner.Config.ExtraHooks: it gives every task with a csi_plugin block,
+// and every go_plugin task whose config declares a plugin of another type,
+// its own supervisor hook, and every other task nothing.
 func NewHook(cfg Config) (func(req *taskrunner.HookRequest) []taskrunner.Hook, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -102,7 +104,12 @@ func NewHook(cfg Config) (func(req *taskrunner.HookRequest) []taskrunner.Hook, e
 	}
 	logger := c.Logger.Named("csi_plugin")
 	return func(req *taskrunner.HookRequest) []taskrunner.Hook {
-		if req == nil || req.Task == nil || req.Task.CSIPluginConfig == nil {
+		if req == nil || req.Task == nil {
+			return nil
+		}
+		t := req.Task
+		generic := t.Driver == jobspec.DriverGoPlugin && t.Config != nil && t.Config.Plugin != nil
+		if t.CSIPluginConfig == nil && !generic {
 			return nil
 		}
 		return []taskrunner.Hook{newSupervisor(&c, req, logger)}

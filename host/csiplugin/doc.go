@@ -1,5 +1,9 @@
-// Package csiplugin is the CSI plugin supervisor: the task hook that turns a
-// task with a csi_plugin block into a registered, health-checked CSI plugin.
+// Package csiplugin is the plugin supervisor: the task hook that turns a
+// task with a csi_plugin block into a registered, health-checked CSI plugin,
+// and a go_plugin task whose config declares a plugin of another type (a
+// `plugin` block) into a registered, health-checked plugin of that type.
+// Both go through the same supervision; only the questions differ (see
+// "Plugins that are not CSI" below).
 // The agent installs it with
 //
 //	hooks, err := csiplugin.NewHook(csiplugin.Config{Registry: reg, MountRoot: dataDir + "/csi"})
@@ -102,6 +106,21 @@
 //   - Closing an inotify descriptor waits for a kernel SRCU grace period
 //     (10-20 ms measured); it happens in the background and the supervision
 //     waits for it only when it ends.
+//
+// # Plugins that are not CSI
+//
+// A generic plugin's supervision is the same life with other questions
+// (checker.go): readiness and heartbeat are grpc.health.v1 Check("plugin")
+// over the driver's go-plugin connection (every go-plugin gRPC server
+// answers it; SERVING is healthy), and the driver's identity check, which
+// is that same call, stands in for the first probe at launch and after a
+// re-attach. It registers one registration, under the job's plugin type
+// and name, with the go-plugin socket and no options. There are no mount
+// dirs and no CSI_ENDPOINT, and its connection is not lent to the CSI
+// manager. Unlike a CSI plugin, which the CSI manager fingerprints on its
+// own, nobody else watches it: a heartbeat that has failed for longer than
+// its health_timeout asks the runner for a restart. Events, restarts at
+// start-up, deregistration and agent restarts are as above.
 //
 // Socket paths need no check here: the runner's socket directory leaves
 // room for csi.sock and go-plugin's names within sun_path (falling back to a

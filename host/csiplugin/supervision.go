@@ -78,13 +78,13 @@ func (sv *supervision) run(ctx context.Context) {
 		<-watched
 	}()
 
-	client, err := sv.newClient()
+	client, err := sv.newChecker()
 	if err != nil {
-		sv.restart(ctx, fmt.Sprintf("CSI plugin %s: %v", sv.s.plugin.ID, err))
+		sv.restart(ctx, fmt.Sprintf("%s: %v", sv.s.label, err))
 		return
 	}
 	defer client.Close()
-	if sv.conn != nil && sv.s.cfg.Conns != nil {
+	if sv.conn != nil && sv.s.cfg.Conns != nil && !sv.s.generic {
 		// Lent before registering: the registration starts the CSI
 		// manager's fingerprint, which then uses this connection too.
 		defer sv.s.cfg.Conns.Lend(sv.socket, sv.conn)()
@@ -97,12 +97,9 @@ func (sv *supervision) run(ctx context.Context) {
 		// says how it is now, then the heartbeat goes on. After a restart
 		// of a hundred sdk plugins that is no RPC at all instead of a
 		// connection, socket checks and two RPCs each.
-		var err error
-		if id := sv.launchIdentity(); id != nil {
-			// The driver probed it while re-attaching, a moment ago.
-			err = probeResult(id.Probe, id.ProbeErr)
-		} else {
-			err = sv.probe(ctx, client)
+		err, known := client.launchHealth(sv.task)
+		if !known {
+			err = client.probe(ctx)
 		}
 		if ctx.Err() != nil {
 			return
@@ -114,6 +111,29 @@ func (sv *supervision) run(ctx context.Context) {
 	if sv.start(ctx, client) {
 		sv.heartbeat(ctx, client)
 	}
+}
+
+// newChecker returns what the supervision asks the plugin: CSI's identity
+// RPCs, or for a generic plugin the gRPC health service over the driver's
+// go-plugin connection.
+func (sv *supervision) newChecker() (checker, error) {
+	if sv.s.generic {
+		pt, ok := sv.task.(driver.PluginTask)
+		if !ok {
+			return nil, errors.New("a generic plugin task must be a go_plugin task")
+		}
+		conn, ok := pt.Dispensed().(grpc.ClientConnInterface)
+		if !ok {
+			return nil, fmt.Errorf("go_plugin dispensed %T, want a gRPC connection", pt.Dispensed())
+		}
+		sv.conn = conn
+		return &healthChecker{conn: conn, timeout: sv.s.cfg.ProbeTimeout}, nil
+	}
+	c, err := sv.newClient()
+	if err != nil {
+		return nil, err
+	}
+	return &csiChecker{sv: sv, client: c}, nil
 }
 
 // newClient returns the supervision's CSI client. For a go_plugin task it
@@ -155,22 +175,22 @@ func (sv *supervision) stillRegistered() bool {
 
 // start takes the launch from "running" to "registered and healthy". false
 // means the supervision is over: ctx ended, or a restart was asked for.
-func (sv *supervision) start(ctx context.Context, client *csi.Client) bool {
+func (sv *supervision) start(ctx context.Context, client checker) bool {
 	info, err := sv.waitReady(ctx, client)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false
 		}
 		sv.setHealth(err)
-		sv.restart(ctx, fmt.Sprintf("CSI plugin %s did not become healthy: health_timeout %s elapsed: %v",
-			sv.s.plugin.ID, sv.s.healthTimeout, err))
+		sv.restart(ctx, fmt.Sprintf("%s did not become healthy: health_timeout %s elapsed: %v",
+			sv.s.label, sv.s.healthTimeout, err))
 		return false
 	}
 	if err := sv.register(info); err != nil {
 		if errors.Is(err, dynamic.ErrShutdown) || ctx.Err() != nil {
 			return false
 		}
-		sv.restart(ctx, fmt.Sprintf("CSI plugin %s could not be registered: %v", sv.s.plugin.ID, err))
+		sv.restart(ctx, fmt.Sprintf("%s could not be registered: %v", sv.s.label, err))
 		return false
 	}
 	sv.setHealth(nil)
@@ -181,7 +201,7 @@ func (sv *supervision) start(ctx context.Context, client *csi.Client) bool {
 // whose handshake proved it live), then probes with a doubling backoff
 // until Probe says ready and GetPluginInfo answers, all within
 // health_timeout. Its error is the last thing that was wrong.
-func (sv *supervision) waitReady(ctx context.Context, client *csi.Client) (*csipb.GetPluginInfoResponse, error) {
+func (sv *supervision) waitReady(ctx context.Context, client checker) (*registration, error) {
 	cfg := sv.s.cfg
 	hctx, cancel := context.WithTimeout(ctx, sv.s.healthTimeout)
 	defer cancel()
@@ -201,22 +221,20 @@ func (sv *supervision) waitReady(ctx context.Context, client *csi.Client) (*csip
 			return nil, fmt.Errorf("plugin never accepted connections: %w", err)
 		}
 	}
-	if id := sv.launchIdentity(); id != nil {
-		// The go_plugin driver asked Probe and GetPluginInfo as its
-		// identity check, just before the launch was recorded: if that
-		// said ready, there is nothing to ask again.
-		if info, err := checkResult(id.Probe, id.ProbeErr, id.Info, nil, sv.socket); err == nil {
-			return info, nil
-		}
+	// The go_plugin driver asked as its identity check, just before the
+	// launch was recorded: if that said ready, there is nothing to ask
+	// again.
+	if reg, ok := client.launchReady(sv.task); ok {
+		return reg, nil
 	}
 	wait := cfg.ReadyBackoffMin
 	t := time.NewTimer(0)
 	defer t.Stop()
 	var last error
 	for {
-		info, err := sv.check(hctx, client)
+		reg, err := client.ready(hctx)
 		if err == nil {
-			return info, nil
+			return reg, nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -229,7 +247,7 @@ func (sv *supervision) waitReady(ctx context.Context, client *csi.Client) (*csip
 		if !errors.Is(err, errNotReady) && hctx.Err() == nil {
 			sv.setHealth(err)
 		}
-		sv.logger.Debug("CSI plugin not ready", "error", err, "retry_in", wait)
+		sv.logger.Debug("plugin not ready", "error", err, "retry_in", wait)
 		t.Reset(wait)
 		select {
 		case <-hctx.Done():
@@ -292,35 +310,19 @@ func probeResult(resp *csipb.ProbeResponse, err error) error {
 	return nil
 }
 
-// launchIdentity is what the go_plugin driver's identity check learnt when
-// it launched or re-attached this task; nil for other drivers.
-func (sv *supervision) launchIdentity() *driver.CSIIdentity {
-	if pt, ok := sv.task.(driver.PluginTask); ok {
-		if id, ok := pt.Identity().(*driver.CSIIdentity); ok {
-			return id
-		}
-	}
-	return nil
-}
-
 // register records the plugin under its allocation: csi-node and/or
 // csi-controller, named by the job's plugin id. A monolith's two
 // registrations are one RegisterAll: both or neither, in one commit.
 // Registering again what the restored registry already holds is a no-op
 // there.
-func (sv *supervision) register(info *csipb.GetPluginInfoResponse) error {
+func (sv *supervision) register(reg *registration) error {
 	s := sv.s
 	base := &dynamic.PluginInfo{
 		Name:           s.plugin.ID,
-		Version:        info.GetVendorVersion(),
+		Version:        reg.version,
 		AllocID:        s.allocID,
 		ConnectionInfo: &dynamic.ConnectionInfo{SocketPath: sv.socket},
-		Options: map[string]string{
-			"Provider":            info.GetName(),
-			"ProviderVersion":     info.GetVendorVersion(),
-			"MountDir":            s.mountDir,
-			"StagePublishBaseDir": s.stageDir,
-		},
+		Options:        reg.options,
 	}
 	infos := make([]*dynamic.PluginInfo, 0, len(s.types))
 	for _, typ := range s.types {
@@ -332,27 +334,42 @@ func (sv *supervision) register(info *csipb.GetPluginInfoResponse) error {
 	if err := s.cfg.Registry.RegisterAll(infos...); err != nil {
 		return err
 	}
-	sv.logger.Info("CSI plugin registered", "types", strings.Join(s.types, ","), "version", base.Version, "restored", sv.restored)
+	sv.logger.Info("plugin registered", "types", strings.Join(s.types, ","), "version", base.Version, "restored", sv.restored)
 	return nil
 }
 
 // heartbeat probes every ProbeInterval until the supervision ends. As in
-// Nomad, a failing heartbeat is reported, not acted on: the CSI manager
-// fingerprints health on its own and a restart is the job's business.
-func (sv *supervision) heartbeat(ctx context.Context, client *csi.Client) {
+// Nomad, a CSI plugin's failing heartbeat is reported, not acted on: the
+// CSI manager fingerprints health on its own and a restart is the job's
+// business. A generic plugin has nobody else watching it, so one that stays
+// unhealthy for longer than its health_timeout is restarted.
+func (sv *supervision) heartbeat(ctx context.Context, client checker) {
 	t := time.NewTicker(sv.s.cfg.ProbeInterval)
 	defer t.Stop()
+	var unhealthySince time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		err := sv.probe(ctx, client)
+		err := client.probe(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		sv.setHealth(err)
+		if !sv.s.generic {
+			continue
+		}
+		switch {
+		case err == nil:
+			unhealthySince = time.Time{}
+		case unhealthySince.IsZero():
+			unhealthySince = time.Now()
+		case time.Since(unhealthySince) >= sv.s.healthTimeout:
+			sv.restart(ctx, fmt.Sprintf("%s unhealthy for longer than health_timeout %s: %v", sv.s.label, sv.s.healthTimeout, err))
+			return
+		}
 	}
 }
 
@@ -389,6 +406,6 @@ func (sv *supervision) restart(ctx context.Context, reason string) {
 		return
 	default:
 	}
-	sv.logger.Warn("restarting CSI plugin task", "reason", reason)
+	sv.logger.Warn("restarting plugin task", "reason", reason)
 	sv.restartTask(reason)
 }

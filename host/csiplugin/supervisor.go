@@ -61,13 +61,27 @@ type supervisor struct {
 	// that never went through the parser.
 	healthTimeout time.Duration
 
+	// generic is a go_plugin task whose config declares a plugin that is
+	// not CSI: probed with the gRPC health service, registered under its
+	// own type, restarted when unhealthy for longer than health_timeout.
+	// Its plugin holds the declared name (ID), type and health_timeout;
+	// nothing CSI-specific (mount dirs, CSI_ENDPOINT) applies to it.
+	generic bool
+	// label names the plugin in messages: "CSI plugin ID" or
+	// "plugin TYPE/NAME".
+	label string
+
 	mu  sync.Mutex
 	cur *supervision
 }
 
 func newSupervisor(cfg *Config, req *taskrunner.HookRequest, logger hclog.Logger) *supervisor {
+	if req.Task.CSIPluginConfig == nil {
+		return newGenericSupervisor(cfg, req, logger)
+	}
 	p := *req.Task.CSIPluginConfig
 	s := &supervisor{
+		label:   "CSI plugin " + p.ID,
 		cfg:     cfg,
 		logger:  logger.With("alloc_id", req.AllocID, "task", req.Task.Name, "plugin_id", p.ID),
 		plugin:  p,
@@ -117,12 +131,39 @@ func hostStageDir(hostMount, taskMount, taskBase string) string {
 	return filepath.Join(hostMount, rel)
 }
 
+// newGenericSupervisor supervises a go_plugin task whose config has a
+// plugin block (checked by NewHook's caller).
+func newGenericSupervisor(cfg *Config, req *taskrunner.HookRequest, logger hclog.Logger) *supervisor {
+	p := req.Task.Config.Plugin
+	s := &supervisor{
+		cfg:      cfg,
+		logger:   logger.With("alloc_id", req.AllocID, "task", req.Task.Name, "plugin_type", p.Type, "plugin_name", p.Name),
+		plugin:   jobspec.TaskCSIPluginConfig{ID: p.Name, Type: p.Type, HealthTimeout: p.HealthTimeout},
+		allocID:  req.AllocID,
+		goPlugin: true,
+		generic:  true,
+		label:    "plugin " + p.Type + "/" + p.Name,
+		types:    []string{p.Type},
+	}
+	s.healthTimeout = p.HealthTimeout
+	if s.healthTimeout <= 0 {
+		s.healthTimeout = jobspec.DefaultPluginHealthTimeout
+	}
+	return s
+}
+
 func (s *supervisor) Name() string { return HookName }
 
 // validate catches what no restart can fix. The job parser already checks
 // both fields; an allocation restored from an older or hand-edited store
 // may not have been through it.
 func (s *supervisor) validate() error {
+	if s.generic {
+		if s.plugin.ID == "" || s.plugin.Type == "" || strings.HasPrefix(s.plugin.Type, "csi") {
+			return taskrunner.Fatal(fmt.Errorf("%s: a plugin needs a name and a type that is not CSI's", s.label))
+		}
+		return nil
+	}
 	// The ID is an element of mountDir, created by ensureDirs.
 	if err := taskrunner.CheckPathElem("csi_plugin id", s.plugin.ID); err != nil {
 		return taskrunner.Fatal(fmt.Errorf("csi_plugin: %w", err))
@@ -134,6 +175,9 @@ func (s *supervisor) validate() error {
 }
 
 func (s *supervisor) ensureDirs() error {
+	if s.generic {
+		return nil
+	}
 	for _, d := range []string{s.mountDir, s.stageDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("csi_plugin %s: create mount dir: %w", s.plugin.ID, err)
@@ -213,7 +257,7 @@ func (s *supervisor) socketFor(req *taskrunner.HookRequest, task driver.Task) (s
 	if s.goPlugin {
 		h := task.Handle()
 		if h == nil || h.SocketPath == "" {
-			return "", fmt.Errorf("csi_plugin %s: go_plugin task has no plugin socket", s.plugin.ID)
+			return "", fmt.Errorf("%s: go_plugin task has no plugin socket", s.label)
 		}
 		return h.SocketPath, nil
 	}
@@ -291,7 +335,7 @@ func (s *supervisor) deregister() error {
 	var errs []error
 	for _, typ := range s.types {
 		if err := s.cfg.Registry.Deregister(typ, s.plugin.ID, s.allocID); err != nil && !errors.Is(err, dynamic.ErrShutdown) {
-			errs = append(errs, fmt.Errorf("csi_plugin %s: deregister %s: %w", s.plugin.ID, typ, err))
+			errs = append(errs, fmt.Errorf("%s: deregister %s: %w", s.label, typ, err))
 		}
 	}
 	return csi.JoinErrors(errs...)

@@ -1,6 +1,8 @@
 // Package driver launches task processes and finds them again after the
 // agent restarts. There are two drivers: raw_exec (any binary) and go_plugin
-// (an sdk plugin launched through HashiCorp go-plugin, gRPC only).
+// (a plugin launched through HashiCorp go-plugin, gRPC only: an sdk CSI
+// plugin by default, or any gRPC go-plugin plugin described by a
+// StartRequest.Plugin spec).
 //
 // # Processes
 //
@@ -40,7 +42,12 @@
 // the final socket path is than that directory.
 //
 // Launching and re-attaching both end with an identity RPC (CSI
-// GetPluginInfo by default) before the task is trusted. The reattach record
+// GetPluginInfo by default; grpc.health.v1 Check("plugin") for a plugin
+// with a PluginSpec, whose handshake and dispensed name come from the job)
+// before the task is trusted. The spec is not saved with the handle: the
+// task runner derives it from the job for Start and Recover alike. A
+// plugin that speaks net/rpc or needs TLS is refused with ErrNotPlainGRPC,
+// explained from its handshake line, which the runner records. The reattach record
 // is a plain struct (go-plugin's holds a net.Addr interface); Recover
 // passes go-plugin the plugin set of the saved protocol version, since
 // reattach skips negotiation, and a watcher-backed AttachedRunner instead

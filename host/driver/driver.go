@@ -61,6 +61,10 @@ type StartRequest struct {
 	Mounts      []mountns.Mount
 	MountHelper []string
 
+	// Plugin describes a go_plugin task that is not an sdk CSI plugin;
+	// nil means the driver's configured (CSI) handshake and identity check.
+	Plugin *PluginSpec
+
 	// Stdout and Stderr receive the task's output (the log shipper's pipes).
 	// The driver passes them to the child; the caller closes its copies.
 	Stdout, Stderr *os.File
@@ -80,6 +84,27 @@ type Handle struct {
 	// SocketPath is the go_plugin server's socket ("" for raw_exec).
 	SocketPath string
 	Reattach   *ReattachRecord
+
+	// Plugin is StartRequest.Plugin. It comes from the job, not from the
+	// saved record: the task runner sets it before Recover, which needs it
+	// to re-attach with the right plugin set and identity check.
+	Plugin *PluginSpec
+}
+
+// PluginSpec is how go_plugin launches a plugin that is not an sdk CSI
+// plugin: any gRPC go-plugin plugin, identified by the job's handshake and
+// checked with the standard gRPC health service instead of CSI's identity
+// RPCs.
+type PluginSpec struct {
+	// MagicCookieKey and MagicCookieValue are go-plugin's handshake
+	// cookie; an empty key means the driver's own (the sdk's handshake).
+	MagicCookieKey   string
+	MagicCookieValue string
+	// ProtocolVersions are offered to the plugin; it picks one it speaks.
+	ProtocolVersions []int
+	// Dispense is the name the plugin is dispensed under on the host side
+	// (over gRPC it never reaches the plugin); the job's plugin type.
+	Dispense string
 }
 
 // ReattachRecord is go-plugin's ReattachConfig in a form that survives JSON

@@ -123,14 +123,18 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 	if req.SocketDir == "" {
 		return nil, errors.New("go_plugin: no socket directory")
 	}
+	lc, err := d.launchConfig(req.Plugin)
+	if err != nil {
+		return nil, err
+	}
 	logger := req.Logger
 	if logger == nil {
 		logger = d.cfg.Logger
 	}
 	var pr *pluginRunner
-	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  d.cfg.Handshake,
-		VersionedPlugins: d.cfg.PluginSets,
+	cc := &plugin.ClientConfig{
+		HandshakeConfig:  lc.handshake,
+		VersionedPlugins: lc.sets,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		// The task's environment is exactly what the job asked for.
 		SkipHostEnv: true,
@@ -150,8 +154,9 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 		Stderr:       io.Discard,
 		StartTimeout: d.timeout(ctx),
 		Logger:       logger.Named("go-plugin"),
-	})
-	t, err := d.finish(ctx, client, func() *proc {
+	}
+	client := plugin.NewClient(cc)
+	t, err := d.finish(ctx, client, cc, lc, func() string { return pr.handshake() }, func() *proc {
 		if pr == nil {
 			return nil
 		}
@@ -168,6 +173,7 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 		Pid:        t.p.pid,
 		StartTime:  t.p.startTime,
 		SocketPath: rc.Addr.String(),
+		Plugin:     req.Plugin,
 		Reattach: &ReattachRecord{
 			Protocol:        string(rc.Protocol),
 			ProtocolVersion: client.NegotiatedVersion(),
@@ -180,18 +186,25 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 }
 
 // finish connects, dispenses and identifies.
-func (d *GoPlugin) finish(ctx context.Context, client *plugin.Client, p func() *proc) (*pluginTask, error) {
+//
+// handshake is the plugin's handshake line, for explaining a refusal.
+func (d *GoPlugin) finish(ctx context.Context, client *plugin.Client, cc *plugin.ClientConfig, lc launchConfig, handshake func() string, p func() *proc) (*pluginTask, error) {
 	rpc, err := client.Client()
 	if err != nil {
-		return nil, err
+		return nil, explainLaunch(handshake(), cc, err)
 	}
-	raw, err := rpc.Dispense(d.cfg.Dispense)
+	if cc.TLSConfig != nil {
+		// go-plugin accepted a server certificate the plugin sent on its
+		// own: every other client of the socket would fail its handshake.
+		return nil, explainLaunch(handshake(), cc, errors.New("refused"))
+	}
+	raw, err := rpc.Dispense(lc.dispense)
 	if err != nil {
-		return nil, fmt.Errorf("dispense %q: %w", d.cfg.Dispense, err)
+		return nil, fmt.Errorf("dispense %q: %w", lc.dispense, err)
 	}
 	ictx, cancel := context.WithTimeout(ctx, d.timeout(ctx))
 	defer cancel()
-	identity, err := d.cfg.Identify(ictx, raw)
+	identity, err := lc.identify(ictx, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +222,11 @@ func (d *GoPlugin) Recover(ctx context.Context, h *Handle, logger hclog.Logger) 
 		return nil, errors.New("go_plugin handle has no reattach record")
 	}
 	rec := h.Reattach
-	set, ok := d.cfg.PluginSets[rec.ProtocolVersion]
+	lc, err := d.launchConfig(h.Plugin)
+	if err != nil {
+		return nil, err
+	}
+	set, ok := lc.sets[rec.ProtocolVersion]
 	if !ok {
 		return nil, fmt.Errorf("reattach: host has no plugin set for protocol version %d", rec.ProtocolVersion)
 	}
@@ -221,8 +238,8 @@ func (d *GoPlugin) Recover(ctx context.Context, h *Handle, logger hclog.Logger) 
 		return nil, err
 	}
 	detached := make(chan struct{})
-	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  d.cfg.Handshake,
+	cc := &plugin.ClientConfig{
+		HandshakeConfig:  lc.handshake,
 		Plugins:          set,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Reattach: &plugin.ReattachConfig{
@@ -238,8 +255,9 @@ func (d *GoPlugin) Recover(ctx context.Context, h *Handle, logger hclog.Logger) 
 		SyncStderr: logWriter(logger.Named("stderr")),
 		Stderr:     io.Discard,
 		Logger:     logger.Named("go-plugin"),
-	})
-	t, err := d.finish(ctx, client, func() *proc { return p })
+	}
+	client := plugin.NewClient(cc)
+	t, err := d.finish(ctx, client, cc, lc, func() string { return "" }, func() *proc { return p })
 	if err != nil {
 		// The start time proved the process is our task, but we cannot
 		// talk to it: kill it (bounded), so that the caller's restart does

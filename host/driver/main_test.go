@@ -6,10 +6,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/pluginhost/pluginhost/internal/testbin"
 )
 
 // Binaries built once for the package's tests.
-var testTask, testPlugin, testNsexec string
+var testTask, testPlugin, testNsexec, tlsPlugin string
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -22,8 +24,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	defer testbin.Cleanup()
 	for name, pkg := range map[string]string{
 		"testtask": "./internal/testtask", "testplugin": "./internal/testplugin", "nsexec": "../../cmd/pluginhost-nsexec",
+		"tlsplugin": "./internal/tlsplugin",
 	} {
 		out := filepath.Join(dir, name)
 		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
@@ -33,5 +37,6 @@ func run(m *testing.M) int {
 	}
 	testTask, testPlugin = filepath.Join(dir, "testtask"), filepath.Join(dir, "testplugin")
 	testNsexec = filepath.Join(dir, "nsexec")
+	tlsPlugin = filepath.Join(dir, "tlsplugin")
 	return m.Run()
 }

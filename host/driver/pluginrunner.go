@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -20,6 +22,10 @@ type pluginRunner struct {
 	cmd     *exec.Cmd
 	stdoutR *os.File
 	p       *proc
+	// line keeps the start of what go-plugin reads from stdout: the
+	// handshake line, which names the protocol and any TLS certificate
+	// (go-plugin's client does not say which protocol it refused).
+	line *lineRecorder
 }
 
 func newPluginRunner(path string, req *StartRequest, pluginEnv []string) (*pluginRunner, error) {
@@ -31,7 +37,7 @@ func newPluginRunner(path string, req *StartRequest, pluginEnv []string) (*plugi
 	env := append([]string{}, req.Env...)
 	cmd.Env = append(env, pluginEnv...)
 	cmd.Stderr = req.Stderr
-	return &pluginRunner{cmd: cmd}, nil
+	return &pluginRunner{cmd: cmd, line: &lineRecorder{}}, nil
 }
 
 func (r *pluginRunner) Start(ctx context.Context) error {
@@ -59,7 +65,47 @@ func (r *pluginRunner) Diagnose(context.Context) string {
 	return "plugin stderr is in the task's log files (alloc/logs/<task>.stderr.N)"
 }
 
-func (r *pluginRunner) Stdout() io.ReadCloser { return closedIsEOF{r.stdoutR} }
+func (r *pluginRunner) Stdout() io.ReadCloser {
+	return closedIsEOF{File: r.stdoutR, rec: r.line}
+}
+
+// handshake returns the handshake line go-plugin read, "" if none yet.
+func (r *pluginRunner) handshake() string {
+	if r == nil {
+		return ""
+	}
+	return r.line.first()
+}
+
+// lineRecorder keeps the first line of a stream, up to a bound.
+type lineRecorder struct {
+	mu   sync.Mutex
+	buf  []byte
+	done bool
+}
+
+const maxHandshakeLine = 16 << 10
+
+func (l *lineRecorder) record(p []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return
+	}
+	if i := bytes.IndexByte(p, '\n'); i >= 0 {
+		p, l.done = p[:i], true
+	}
+	l.buf = append(l.buf, p[:min(len(p), maxHandshakeLine-len(l.buf))]...)
+	if len(l.buf) >= maxHandshakeLine {
+		l.done = true
+	}
+}
+
+func (l *lineRecorder) first() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.buf)
+}
 func (r *pluginRunner) Stderr() io.ReadCloser { return io.NopCloser(strings.NewReader("")) }
 func (r *pluginRunner) Name() string          { return r.cmd.Path }
 func (r *pluginRunner) ID() string            { return fmt.Sprint(r.p.pid) }
@@ -83,10 +129,16 @@ func (r *pluginRunner) HostToPlugin(n, a string) (string, string, error) { retur
 // closedIsEOF ends go-plugin's stdout scanner quietly when Detach closes our
 // end of the pipe: a detached plugin is not an error, and go-plugin logs any
 // read error other than EOF at ERROR level.
-type closedIsEOF struct{ *os.File }
+type closedIsEOF struct {
+	*os.File
+	rec *lineRecorder
+}
 
 func (f closedIsEOF) Read(p []byte) (int, error) {
 	n, err := f.File.Read(p)
+	if f.rec != nil && n > 0 {
+		f.rec.record(p[:n])
+	}
 	if errors.Is(err, os.ErrClosed) {
 		err = io.EOF
 	}

@@ -82,6 +82,14 @@ func canonicalizeTask(g *TaskGroup, t *Task) {
 			c.Checksum = sum
 		}
 	}
+	if c := t.Config; c != nil {
+		if h := c.Handshake; h != nil && h.ProtocolVersions == nil {
+			h.ProtocolVersions = []int{1}
+		}
+		if p := c.Plugin; p != nil && p.HealthTimeout == 0 {
+			p.HealthTimeout = DefaultPluginHealthTimeout
+		}
+	}
 	if p := t.CSIPluginConfig; p != nil {
 		if p.MountDir == "" {
 			p.MountDir = DefaultCSIMountDir

@@ -115,6 +115,12 @@ type TaskConfig struct {
 	// Checksum is "sha256:<hex>" of the binary, checked before launch
 	// (go_plugin driver only).
 	Checksum string
+
+	// Handshake and Plugin describe a go_plugin task that is not an sdk
+	// CSI plugin (go_plugin driver only; see goplugin.go). Handshake nil
+	// means the sdk's; Plugin nil means the task is an sdk CSI plugin.
+	Handshake *GoPluginHandshake
+	Plugin    *GoPluginProvides
 }
 
 // LogConfig is a `logs` block.

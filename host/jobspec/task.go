@@ -29,6 +29,8 @@ var taskSchema = &hcl.BodySchema{
 
 var configSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "command"}, {Name: "args"}, {Name: "work_dir"}, {Name: "checksum"}},
+	// go_plugin only (see goplugin.go); Validate refuses them elsewhere.
+	Blocks: []hcl.BlockHeaderSchema{{Type: "handshake"}, {Type: "plugin"}},
 }
 
 var resourcesSchema = &hcl.BodySchema{
@@ -132,6 +134,16 @@ func decodeTaskConfig(d *decoder, b *hcl.Block, f string) *TaskConfig {
 		// Stored lowercased so that comparing with a computed digest is
 		// plain string equality; Validate refuses what does not normalize.
 		tc.Checksum, _ = normalizeChecksum(s)
+	}
+	blocks := map[string]hcl.Blocks{}
+	for _, blk := range c.Blocks {
+		blocks[blk.Type] = append(blocks[blk.Type], blk)
+	}
+	if hb := d.AtMostOne(blocks["handshake"]); hb != nil {
+		tc.Handshake = decodeHandshake(d, hb, f+".Handshake")
+	}
+	if pb := d.AtMostOne(blocks["plugin"]); pb != nil {
+		tc.Plugin = decodeProvides(d, pb, f+".Plugin")
 	}
 	return tc
 }

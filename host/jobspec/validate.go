@@ -159,6 +159,7 @@ func (v *validation) group(f string, job *Job, g *TaskGroup) {
 	}
 	seen := map[string]bool{}
 	plugins := map[string]*pluginUse{}
+	generic := map[string]string{} // "type/name" → task
 	for j, t := range g.Tasks {
 		tf := fmt.Sprintf("%s.Tasks[%d]", f, j)
 		if t == nil {
@@ -172,6 +173,15 @@ func (v *validation) group(f string, job *Job, g *TaskGroup) {
 		v.task(tf, g, t)
 		if t.CSIPluginConfig != nil {
 			v.pluginClash(tf+".CSIPluginConfig", plugins, t)
+		}
+		if c := t.Config; c != nil && c.Plugin != nil && t.Driver == DriverGoPlugin {
+			key := c.Plugin.Type + "/" + c.Plugin.Name
+			if prev, dup := generic[key]; dup {
+				v.Add(tf+".Config.Plugin", "Duplicate plugin",
+					"Task %q already provides plugin %s in this group; one allocation may register a type and name once.", prev, key)
+			} else {
+				generic[key] = t.Name
+			}
 		}
 	}
 }
@@ -294,6 +304,7 @@ func (v *validation) task(f string, g *TaskGroup, t *Task) {
 		v.Add(f+".Config", "Missing config", "Task %q needs a `config { command = \"...\" }` block.", t.Name)
 	} else {
 		v.config(f+".Config", t.Driver, t.Config)
+		v.goPluginConfig(f+".Config", t)
 	}
 	v.stringMap(f+".Env", "env", t.Env)
 	v.stringMap(f+".Meta", "meta", t.Meta)

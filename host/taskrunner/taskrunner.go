@@ -249,7 +249,9 @@ func (tr *TaskRunner) restore(ctx context.Context) (driver.Task, bool) {
 		return nil, false
 	}
 	h := rec.Handle
-	t, err := tr.drv.Recover(ctx, toDriverHandle(h), tr.logger)
+	dh := toDriverHandle(h)
+	dh.Plugin = pluginSpec(tr.task)
+	t, err := tr.drv.Recover(ctx, dh, tr.logger)
 	if err != nil {
 		msg := "Task exited while the agent was down; its exit code is unknowable"
 		switch {
@@ -342,8 +344,8 @@ func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
 		AllocID: tr.allocID, TaskName: tr.task.Name,
 		Command: jobspec.Interpolate(c.Command, vars), Args: args, WorkDir: workDir,
 		Env: envList(tr.req.Env), Checksum: c.Checksum,
-		SocketDir: tr.req.SocketDir,
-		Mounts:    mounts, MountHelper: tr.cfg.NsexecCommand,
+		SocketDir: tr.req.SocketDir, Plugin: pluginSpec(tr.task),
+		Mounts: mounts, MountHelper: tr.cfg.NsexecCommand,
 		Stdout: tr.req.Stdout, Stderr: tr.req.Stderr,
 		Logger: tr.logger.Named("plugin"),
 	})

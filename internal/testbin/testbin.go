@@ -24,6 +24,11 @@ var packages = map[string]string{
 	"pluginhost-logmon": "./cmd/pluginhost-logmon",
 	"pluginhost-nsexec": "./cmd/pluginhost-nsexec",
 	"mockcsi":           "./plugins/mockcsi",
+	"kv":                "./plugins/kv",
+	// go-plugin's own examples, built from the module cache: real
+	// go-plugin binaries nobody here wrote.
+	"plugin-go-grpc":   "github.com/hashicorp/go-plugin/examples/grpc/plugin-go-grpc",
+	"plugin-go-netrpc": "github.com/hashicorp/go-plugin/examples/grpc/plugin-go-netrpc",
 }
 
 type result struct {

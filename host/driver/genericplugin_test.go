@@ -1,0 +1,94 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/pluginhost/pluginhost/internal/testbin"
+)
+
+func startSpec(t *testing.T, d *GoPlugin, command string, spec *PluginSpec) (PluginTask, error) {
+	t.Helper()
+	dir := t.TempDir()
+	sockDir := filepath.Join(dir, "s")
+	if err := os.Mkdir(sockDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	task, err := d.Start(ctx, &StartRequest{
+		Command: command, Env: []string{"PATH=/usr/bin:/bin"}, WorkDir: dir,
+		SocketDir: sockDir, Stdout: out, Stderr: out, Plugin: spec,
+	})
+	if err != nil {
+		return nil, err
+	}
+	killOnCleanup(t, task.Handle().Pid)
+	t.Cleanup(task.Detach)
+	return task.(PluginTask), nil
+}
+
+var exampleSpec = &PluginSpec{MagicCookieKey: "BASIC_PLUGIN", MagicCookieValue: "hello", ProtocolVersions: []int{1}, Dispense: "kv"}
+
+// go-plugin's own gRPC example launches with the job's handshake, is
+// identified by its health service and re-attached with the same spec.
+func TestGoPluginGenericLaunchAndReattach(t *testing.T) {
+	w := newWatcher(t)
+	d := newGoPlugin(t, w)
+	task, err := startSpec(t, d, testbin.MustPath(t, "plugin-go-grpc"), exampleSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, ok := task.Identity().(*HealthIdentity)
+	if !ok || id.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("identity %#v, want a SERVING *HealthIdentity", task.Identity())
+	}
+	h := task.Handle()
+	if h.Plugin != exampleSpec || h.SocketPath == "" {
+		t.Fatalf("handle %+v", h)
+	}
+	task.Detach()
+
+	d2 := newGoPlugin(t, w)
+	re, err := d2.Recover(context.Background(), h, nil)
+	if err != nil {
+		t.Fatalf("recover: %v", err)
+	}
+	t.Cleanup(re.Detach)
+	if _, ok := re.(PluginTask).Identity().(*HealthIdentity); !ok {
+		t.Fatalf("re-attached identity %#v", re.(PluginTask).Identity())
+	}
+
+	// The wrong cookie: go-plugin's example refuses to run as a plugin.
+	bad := *exampleSpec
+	bad.MagicCookieValue = "nope"
+	if _, err := startSpec(t, d, testbin.MustPath(t, "plugin-go-grpc"), &bad); err == nil {
+		t.Fatal("launched with the wrong cookie")
+	}
+}
+
+func TestGoPluginRefusesNetRPCAndTLS(t *testing.T) {
+	w := newWatcher(t)
+	d := newGoPlugin(t, w)
+	_, err := startSpec(t, d, testbin.MustPath(t, "plugin-go-netrpc"), exampleSpec)
+	if !errors.Is(err, ErrNotPlainGRPC) || !strings.Contains(err.Error(), `protocol "netrpc"`) {
+		t.Fatalf("net/rpc plugin: err = %v", err)
+	}
+	_, err = startSpec(t, d, tlsPlugin, &PluginSpec{MagicCookieKey: "TLS_PLUGIN", MagicCookieValue: "yes", ProtocolVersions: []int{1}, Dispense: "tls"})
+	t.Logf("TLS plugin refused: %v", err)
+	if !errors.Is(err, ErrNotPlainGRPC) || !strings.Contains(err.Error(), "TLS") {
+		t.Fatalf("TLS plugin: err = %v", err)
+	}
+}
