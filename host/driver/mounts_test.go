@@ -28,10 +28,17 @@ func TestRawExecMounts(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ro, "hello"), []byte("from ro\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A block-device attachment is published as a file (a device node;
+	// a regular file stands in for it here) and bound onto a file.
+	dev := filepath.Join(dir, "dev-src")
+	if err := os.WriteFile(dev, []byte("block\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	dstRW, dstRO := filepath.Join(dir, "task", "data"), filepath.Join(dir, "task", "conf")
+	dstDev := filepath.Join(dir, "task", "dev", "xvda")
 	script := `echo written > ` + dstRW + `/f && cat ` + dstRO + `/hello && ` +
 		`if (echo x > ` + dstRO + `/g) 2>/dev/null; then echo RO-WRITABLE; else echo ro-refused; fi && ` +
-		`grep -c " ` + dstRW + ` " /proc/self/mountinfo`
+		`grep -c " ` + dstRW + ` " /proc/self/mountinfo && cat ` + dstDev
 	r, w := pipeFile(t)
 	task, err := NewRawExec(newWatcher(t)).Start(context.Background(), &StartRequest{
 		Command: "/bin/sh", Args: []string{"-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
@@ -39,6 +46,7 @@ func TestRawExecMounts(t *testing.T) {
 		Mounts: []mountns.Mount{
 			{Source: rw, Target: dstRW},
 			{Source: ro, Target: dstRO, ReadOnly: true},
+			{Source: dev, Target: dstDev, File: true},
 		},
 		MountHelper: []string{testNsexec},
 	})
@@ -53,7 +61,7 @@ func TestRawExecMounts(t *testing.T) {
 	if res.ExitCode != 0 {
 		t.Fatalf("task exited %+v; output:\n%s", res, out)
 	}
-	if want := "from ro\nro-refused\n1\n"; out != want {
+	if want := "from ro\nro-refused\n1\nblock\n"; out != want {
 		t.Fatalf("task output %q, want %q", out, want)
 	}
 	if b, err := os.ReadFile(filepath.Join(rw, "f")); err != nil || string(b) != "written\n" {
