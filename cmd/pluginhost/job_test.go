@@ -75,30 +75,6 @@ func TestJobRunDetach(t *testing.T) {
 func TestJobRunErrors(t *testing.T) {
 	_, addr := startAgent(t)
 	ctx := testCtx(t)
-	vol := filepath.Join(t.TempDir(), "vol.hcl")
-	os.WriteFile(vol, []byte(`job "v" {
-  group "g" {
-    volume "data" {
-      type            = "csi"
-      source          = "myvol"
-      access_mode     = "single-node-writer"
-      attachment_mode = "file-system"
-    }
-    task "t" {
-      driver = "raw_exec"
-      config { command = "/bin/true" }
-      volume_mount {
-        volume      = "data"
-        destination = "/srv/data"
-      }
-    }
-  }
-}
-`), 0o600)
-	r = runCLI(t, ctx, "", "job", "validate", vol)
-	if r.code != 0 || !strings.Contains(r.stdout, `Note: group "g" task "t": volume "data" is bind-mounted at /srv/data in a mount namespace of the task's own`) {
-		t.Errorf("validate of a job with a volume_mount does not say how it is mounted: %+v", r)
-	}
 	bad := filepath.Join(t.TempDir(), "bad.hcl")
 	os.WriteFile(bad, []byte("job \"x\" {\n  typo = 1\n}\n"), 0o600)
 	r := runCLI(t, ctx, addr, "job", "run", bad)
