@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/pluginhost/pluginhost/host/api"
 )
@@ -123,7 +126,7 @@ func TestVolumeClaimKill9Steps(t *testing.T) {
 			}
 			a3.waitVolume("kv", "claims released", noClaims)
 			p.waitMock(t, "kv", "nothing published", mockClean)
-			if m := mountsUnder(t, e.dataDir); len(m) != 0 {
+			if m := e.volumeMounts(t); len(m) != 0 {
 				t.Fatalf("mounts left: %v", m)
 			}
 			c := p.calls(t, nil)
@@ -181,8 +184,41 @@ func TestVolumeClaimSharedKill9(t *testing.T) {
 		t.Fatalf("restoring allocations with mounted volumes made node calls: before %v, after %v", before.Calls, c.Calls)
 	}
 
+	// The host's mounts and unmounts under the CSI mount root reach a
+	// task's namespace made before them (the agent keeps the root shared,
+	// the task's namespace is its slave): an unstage on the host never
+	// leaves a copy mounted in a task.
+	nsB := fmt.Sprintf("/proc/%d/mountinfo", lastPid(a2.waitAlloc(allocB, "running", running("t")), "t"))
+	probe := filepath.Join(e.dataDir, "csi", "probe")
+	if err := os.MkdirAll(probe, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	inB := func() bool {
+		b, err := os.ReadFile(nsB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(string(b), " "+probe+" ")
+	}
+	if err := unix.Mount("tmpfs", probe, "tmpfs", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !inB() {
+		t.Fatal("a mount made on the host under the CSI mount root did not reach the task's namespace")
+	}
+	if err := unix.Unmount(probe, 0); err != nil {
+		t.Fatal(err)
+	}
+	if inB() {
+		t.Fatal("an unmount on the host under the CSI mount root did not reach the task's namespace")
+	}
+	if err := os.Remove(probe); err != nil {
+		t.Fatal(err)
+	}
+
 	a2.stopJob("ja")
 	a2.waitVolume("sv", "A's claim released", func(v *api.CSIVolume, err error) bool { return err == nil && len(v.Claims) == 1 })
+
 	c := p.calls(t, nil)
 	if c.Calls["NodeUnpublishVolume"] != 1 || c.Calls["NodeUnstageVolume"] != 0 || c.Calls["ControllerUnpublishVolume"] != 0 {
 		t.Fatalf("after A stopped (B still running): %v; want one NodeUnpublish and no unstage", c.Calls)
@@ -202,7 +238,7 @@ func TestVolumeClaimSharedKill9(t *testing.T) {
 	if c.Calls["NodeUnpublishVolume"] != 2 || c.Calls["NodeUnstageVolume"] != 1 || c.Calls["ControllerUnpublishVolume"] != 1 {
 		t.Fatalf("after both stopped: %v; want 2 NodeUnpublish, 1 NodeUnstage, 1 ControllerUnpublish", c.Calls)
 	}
-	if m := mountsUnder(t, e.dataDir); len(m) != 0 {
+	if m := e.volumeMounts(t); len(m) != 0 {
 		t.Fatalf("mounts left: %v", m)
 	}
 }

@@ -118,7 +118,7 @@ func TestVolumeClaimLifecycle(t *testing.T) {
 
 			a.stopJob("app")
 			a.waitVolume("data", "claims released", noClaims)
-			if m := mountsUnder(t, e.dataDir); len(m) != 0 {
+			if m := e.volumeMounts(t); len(m) != 0 {
 				t.Fatalf("mounts left after the job stopped: %v", m)
 			}
 			calls := p.calls(t, func(c *mockCalls) bool { return c.Calls["NodeUnstageVolume"] >= 1 })
@@ -141,7 +141,7 @@ func TestVolumeClaimLifecycle(t *testing.T) {
 			a.stopJob("app")
 			a.waitVolume("data", "claims released", noClaims)
 			e.mustCLI(t, []string{`Volume "data" is gone`}, "volume", "delete", "data")
-			if m := mountsUnder(t, e.root); len(m) != 0 {
+			if m := e.volumeMounts(t); len(m) != 0 {
 				t.Fatalf("mounts left at the end: %v", m)
 			}
 		})
@@ -220,7 +220,7 @@ func TestVolumeClaimRefusals(t *testing.T) {
 		t.Fatalf("no Setup Failure event names the missing plugin: %s", allocSummary(al))
 	}
 	a.waitVolume("gv", "the failed allocation's claim released", noClaims)
-	for _, m := range mountsUnder(t, e.dataDir) {
+	for _, m := range e.volumeMounts(t) {
 		if !strings.Contains(m, "/one/") {
 			t.Fatalf("a mount other than w1's: %s", m)
 		}
@@ -314,7 +314,7 @@ func TestVolumeDetachAndForce(t *testing.T) {
 		return err == nil && len(v.Claims) == 1 && v.Claims[0].Desired == "released" &&
 			strings.Contains(v.Claims[0].StateDescription, "waiting for")
 	})
-	if m := mountsUnder(t, e.dataDir); len(m) == 0 {
+	if m := e.volumeMounts(t); len(m) == 0 {
 		t.Fatal("the volume was unmounted without its plugin?")
 	}
 	e.mustCLI(t, []string{`Volume "dv": deregistered recorded`}, "volume", "deregister", "-force", "-detach", "dv")
@@ -323,7 +323,7 @@ func TestVolumeDetachAndForce(t *testing.T) {
 	// deregistration finish.
 	startVolPlugin(t, e, a, "go_plugin", "df", nil)
 	a.waitVolume("dv", "gone", volGone)
-	if m := mountsUnder(t, e.dataDir); len(m) != 0 {
+	if m := e.volumeMounts(t); len(m) != 0 {
 		t.Fatalf("mounts left: %v", m)
 	}
 	p.waitMock(t, "dv", "nothing published", mockClean)

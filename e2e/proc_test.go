@@ -267,3 +267,17 @@ func unmountUnder(t testing.TB, root string) {
 		}
 	}
 }
+
+// volumeMounts returns the mounts under the env's data dir other than the
+// CSI mount root itself, which the agent keeps as a shared bind mount of
+// itself: what a volume left behind.
+func (e *env) volumeMounts(t testing.TB) []string {
+	t.Helper()
+	var out []string
+	for _, m := range mountsUnder(t, e.dataDir) {
+		if m != filepath.Join(e.dataDir, "csi") {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -229,9 +229,18 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		LogLevel:   cfg.LogLevel,
 		Logger:     logger,
 	}
+	mountRoot := filepath.Join(cfg.DataDir, "csi")
+	if err := shareMountRoot(mountRoot); err != nil {
+		// Without privileges nothing can be mounted anyway; volumes will
+		// fail with the plugin's own error.
+		if !errNotPrivileged(err) {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		logger.Warn("CSI mount root not shared; tasks with volumes may keep copies of unstaged mounts", "error", err)
+	}
 	csiHooks, err := csiplugin.NewHook(csiplugin.Config{
 		Registry:      a.registry,
-		MountRoot:     filepath.Join(cfg.DataDir, "csi"),
+		MountRoot:     mountRoot,
 		Logger:        logger,
 		ProbeInterval: cfg.CSI.FingerprintInterval,
 		ProbeTimeout:  cfg.CSI.ProbeTimeout,

@@ -26,9 +26,10 @@
 // # Propagation
 //
 // The helper first marks every mount of its namespace as a slave: mounts
-// and unmounts the host makes later (another allocation's volume being
-// unpublished) still reach the task's copy, so it never pins a file system
-// the host has let go of, while the task's own binds never leak out to
+// and unmounts the host makes later under a shared mount (the agent keeps
+// the CSI mount root shared, see host.shareMountRoot) still reach the
+// task's copy, so it never pins a file system the host has let go of (an
+// unstaged block device), while the task's own binds never leak out to
 // the host.
 //
 // # Paths
