@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -65,4 +66,38 @@ func isMountPoint(path string) (bool, error) {
 }
 
 // errNotPrivileged tells a mount failure for lack of privileges apart.
-func errNotPrivileged(err error) bool { return errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) }
+func errNotPrivileged(err error) bool {
+	return errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)
+}
+
+// DetachMounts detaches every mount at or below dir, deepest first (lazily:
+// a task still using one keeps it until it lets go). `agent -dev` calls it
+// before removing its throwaway data dir, which holds the shared mount root
+// and whatever volumes are still published.
+func DetachMounts(dir string) error {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("read mountinfo: %w", err)
+	}
+	var mps []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 4 && (fields[4] == dir || strings.HasPrefix(fields[4], dir+"/")) {
+			mps = append(mps, fields[4])
+		}
+	}
+	_ = f.Close()
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read mountinfo: %w", err)
+	}
+	slices.SortFunc(mps, func(a, b string) int { return len(b) - len(a) })
+	var errs []error
+	for _, mp := range mps {
+		if err := unix.Unmount(mp, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", mp, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -76,7 +76,12 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 			ui.Error(err.Error())
 			return 1
 		}
-		defer os.RemoveAll(dir.DataDir)
+		defer func() {
+			if err := host.DetachMounts(dir.DataDir); err != nil {
+				ui.Warn(err.Error())
+			}
+			os.RemoveAll(dir.DataDir)
+		}()
 		cfg = dir
 	} else {
 		var err error
