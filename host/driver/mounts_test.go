@@ -39,25 +39,11 @@ func TestRawExecMounts(t *testing.T) {
 	script := `echo written > ` + dstRW + `/f && cat ` + dstRO + `/hello && ` +
 		`if (echo x > ` + dstRO + `/g) 2>/dev/null; then echo RO-WRITABLE; else echo ro-refused; fi && ` +
 		`grep -c " ` + dstRW + ` " /proc/self/mountinfo && cat ` + dstDev
-	r, w := pipeFile(t)
-	task, err := NewRawExec(newWatcher(t)).Start(context.Background(), &StartRequest{
-		Command: "/bin/sh", Args: []string{"-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
-		Stdout: w, Stderr: w, WorkDir: dir,
-		Mounts: []mountns.Mount{
-			{Source: rw, Target: dstRW},
-			{Source: ro, Target: dstRO, ReadOnly: true},
-			{Source: dev, Target: dstDev, File: true},
-		},
-		MountHelper: []string{testNsexec},
+	res, out := runWithMounts(t, dir, script, []mountns.Mount{
+		{Source: rw, Target: dstRW},
+		{Source: ro, Target: dstRO, ReadOnly: true},
+		{Source: dev, Target: dstDev, File: true},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	killOnCleanup(t, task.Handle().Pid)
-	t.Cleanup(task.Detach)
-	res := waitDone(t, task, 10*time.Second)
-	out, _ := readAll(r)
 	if res.ExitCode != 0 {
 		t.Fatalf("task exited %+v; output:\n%s", res, out)
 	}
@@ -83,12 +69,21 @@ func TestRawExecMountFailure(t *testing.T) {
 		t.Skip("mount namespaces need root")
 	}
 	dir := t.TempDir()
+	res, out := runWithMounts(t, dir, "echo RAN",
+		[]mountns.Mount{{Source: filepath.Join(dir, "missing"), Target: filepath.Join(dir, "t")}})
+	if res.ExitCode != 126 || strings.Contains(out, "RAN") || !strings.Contains(out, "bind") {
+		t.Fatalf("exit %+v, output %q: want 126 and the failed bind named, task not run", res, out)
+	}
+}
+
+// runWithMounts runs script under /bin/sh through the mount helper with
+// mounts, waits for it and returns its result and output.
+func runWithMounts(t *testing.T, dir, script string, mounts []mountns.Mount) (*ExitResult, string) {
+	t.Helper()
 	r, w := pipeFile(t)
 	task, err := NewRawExec(newWatcher(t)).Start(context.Background(), &StartRequest{
-		Command: "/bin/sh", Args: []string{"-c", "echo RAN"}, Env: []string{"PATH=/usr/bin:/bin"},
-		Stdout: w, Stderr: w, WorkDir: dir,
-		Mounts:      []mountns.Mount{{Source: filepath.Join(dir, "missing"), Target: filepath.Join(dir, "t")}},
-		MountHelper: []string{testNsexec},
+		Command: "/bin/sh", Args: []string{"-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
+		Stdout: w, Stderr: w, WorkDir: dir, Mounts: mounts, MountHelper: []string{testNsexec},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -97,13 +92,9 @@ func TestRawExecMountFailure(t *testing.T) {
 	killOnCleanup(t, task.Handle().Pid)
 	t.Cleanup(task.Detach)
 	res := waitDone(t, task, 10*time.Second)
-	out, _ := readAll(r)
-	if res.ExitCode != 126 || strings.Contains(out, "RAN") || !strings.Contains(out, "bind") {
-		t.Fatalf("exit %+v, output %q: want 126 and the failed bind named, task not run", res, out)
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-func readAll(f *os.File) (string, error) {
-	b, err := io.ReadAll(f)
-	return string(b), err
+	return res, string(out)
 }
