@@ -15,9 +15,10 @@ import (
 // A CSI plugin exists for the CSI manager once an allocation registered it,
 // which a plugin does only once healthy. A plugin whose tasks are starting,
 // failing their probes or waiting out a restart delay would then not exist
-// at all: `plugin status` would say "No CSI plugins". The agent also knows
-// the plugins that allocations meant to run declare (csi_plugin blocks),
-// and shows those that are not registered with 0 healthy and why.
+// at all: `plugin status` would not list it. The agent also knows
+// the plugins that allocations meant to run declare (csi_plugin blocks, and
+// the plugin block of a go_plugin task's config for other types), and shows
+// those that are not registered with 0 healthy and why.
 
 // declaredTask is one task of a running allocation that declares a plugin.
 type declaredTask struct {
