@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -309,4 +310,55 @@ func TestResolverFollowsUpdateAndCrash(t *testing.T) {
 func isSocket(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode()&os.ModeSocket != 0
+}
+
+// TestGenericPluginDeclared: a generic plugin whose task cannot start is
+// not registered, yet `plugin status`, `plugin status TYPE/NAME`, -json and
+// the API show it, 0 of 1 healthy, with why; a healthy one next to it shows
+// 1 of 1 with its latest health check.
+func TestGenericPluginDeclared(t *testing.T) {
+	e := newEnv(t, "")
+	a := e.start()
+	okID := a.runJob("kv", kvJob(t, 0))[0]
+	a.waitAlloc(okID, "kv healthy", and(running("kv"), hasEvents("kv", api.TaskPluginHealthy, 1)))
+	// The handshake never comes: the process exits at once, and the
+	// restart waits an hour.
+	src := strings.NewReplacer(testbin.MustPath(t, "kv"), "/bin/false", `job "kv"`, `job "broken"`, `"kv-main"`, `"broken"`,
+		`delay    = "1s"`, `delay    = "1h"`, `interval = "10m"`, `interval = "24h"`).Replace(kvJob(t, 0))
+	badID := a.runJob("broken", src)[0]
+	a.waitAlloc(badID, "restart pending", hasEvents("kv", api.TaskRestarting, 1))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := a.client.RegisteredPlugin(ctx, "kv", "broken")
+	if err != nil {
+		t.Fatalf("a declared plugin is not found: %v", err)
+	}
+	if p.Active != nil || len(p.Instances) != 0 || p.Healthy != 0 || p.Expected != 1 || len(p.Waiting) != 1 ||
+		p.Waiting[0].AllocID != badID || !strings.Contains(p.Waiting[0].HealthDescription, "restart pending") {
+		t.Fatalf("declared plugin %+v (waiting %+v)", p, p.Waiting)
+	}
+	good, err := a.client.RegisteredPlugin(ctx, "kv", "kv-main")
+	if err != nil || good.Active == nil || !good.Active.Healthy || good.Active.CheckTime.IsZero() || good.Healthy != 1 || good.Expected != 1 || good.Active.Task != "kv" {
+		t.Fatalf("registered plugin %+v, %v", good, err)
+	}
+
+	r := e.mustCLI(t, []string{"kv    broken   0/1               <none>", "kv    kv-main  1/1               " + short(okID)}, "plugin", "status")
+	t.Logf("plugin status:\n%s", r.stdout)
+	e.mustCLI(t, []string{"Expected          = 1", short(badID), "restart pending", "<not registered>"}, "plugin", "status", "kv/broken")
+	var all []*api.PluginStatusListStub
+	mustJSON(t, e.mustCLI(t, nil, "plugin", "status", "-json"), &all)
+	var ids []string
+	for _, p := range all {
+		ids = append(ids, p.ID)
+	}
+	if strings.Join(ids, ",") != "kv/broken,kv/kv-main" {
+		t.Fatalf("plugin status -json lists %v", ids)
+	}
+
+	// Stopped, it is neither registered nor declared.
+	a.stopJob("broken")
+	if _, err := a.client.RegisteredPlugin(ctx, "kv", "broken"); !errors.Is(err, api.ErrNotFound) {
+		t.Fatalf("a stopped declared plugin: %v", err)
+	}
 }

@@ -71,8 +71,8 @@ next:
 	return v, found
 }
 
-// TestMetrics scrapes a running agent that runs a CSI plugin, a task that
-// keeps exiting and a volume whose creation fails twice before it works:
+// TestMetrics scrapes a running agent that runs a CSI plugin, a plugin of
+// another type (plugins/kv), a task that keeps exiting and a volume whose creation fails twice before it works:
 // every metric family the README lists is there, in both forms, with the
 // values those events imply. The profiler answers because the config sets
 // enable_debug.
@@ -84,6 +84,10 @@ func TestMetrics(t *testing.T) {
 	task := shTask("blip", e.markerFor("blip"), "exit 0")
 	id := a.runJob("blip", jobHCL("blip", restartPolicy, task))[0]
 	a.waitAlloc(id, "a restart of blip", hasEvents("blip", "Restarting", 1))
+
+	// A plugin that is not CSI (plugins/kv) counts under its own type.
+	kvID := a.runJob("kv", kvJob(t, 0))[0]
+	a.waitAlloc(kvID, "kv healthy", and(running("kv"), hasEvents("kv", api.TaskPluginHealthy, 1)))
 
 	file := filepath.Join(e.root, "mv.hcl")
 	writeFile(t, file, volSpec("mv", "mplug", "1MiB", "1GiB"))
@@ -110,6 +114,10 @@ func TestMetrics(t *testing.T) {
 		{"pluginhost_plugins", map[string]string{"type": "csi-controller", "health": "healthy"}, 1, 1},
 		{"pluginhost_plugins", map[string]string{"type": "csi-controller", "health": "unhealthy"}, 0, 0},
 		{"pluginhost_plugin_healthy", map[string]string{"type": "csi-controller", "plugin": "mplug"}, 1, 1},
+		{"pluginhost_plugins", map[string]string{"type": "kv", "health": "healthy"}, 1, 1},
+		{"pluginhost_plugins", map[string]string{"type": "kv", "health": "unhealthy"}, 0, 0},
+		{"pluginhost_plugin_healthy", map[string]string{"type": "kv", "plugin": "kv-main"}, 1, 1},
+		{"pluginhost_registry_plugins", map[string]string{"type": "kv"}, 1, 1},
 		{"pluginhost_registry_plugins", map[string]string{"type": "csi-node"}, 1, 1},
 		{"pluginhost_registry_allocations", map[string]string{"type": "csi-controller"}, 1, 1},
 		{"pluginhost_registry_events", map[string]string{"type": "csi-node", "event": "registered"}, 1, 1},

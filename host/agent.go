@@ -52,9 +52,12 @@ type Agent struct {
 	cfg    *config.Config
 	logger hclog.Logger
 
-	metrics   *metrics.Metrics
-	db        *state.DB
-	registry  *dynamic.Registry
+	metrics  *metrics.Metrics
+	db       *state.DB
+	registry *dynamic.Registry
+	// health is the latest health check of every generic plugin
+	// allocation (CSI plugins' is the CSI manager's fingerprint).
+	health    *csiplugin.HealthTable
 	csi       *csi.Manager
 	volumes   *csi.VolumeManager
 	watcher   *driver.Watcher
@@ -125,6 +128,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		gcKick:    make(chan struct{}, 1),
 		startTime: time.Now(),
 		metrics:   metrics.New(),
+		health:    csiplugin.NewHealthTable(),
 	}
 	// Undo what was built if a later step fails.
 	var closers []func()
@@ -246,6 +250,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		ProbeTimeout:  cfg.CSI.ProbeTimeout,
 		Conns:         a.csi,
 		RPCObserver:   a.metrics,
+		Health:        a.health,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent: csi plugin supervisor: %w", err)

@@ -15,9 +15,10 @@ import (
 // A CSI plugin exists for the CSI manager once an allocation registered it,
 // which a plugin does only once healthy. A plugin whose tasks are starting,
 // failing their probes or waiting out a restart delay would then not exist
-// at all: `plugin status` would say "No CSI plugins". The agent also knows
-// the plugins that allocations meant to run declare (csi_plugin blocks),
-// and shows those that are not registered with 0 healthy and why.
+// at all: `plugin status` would not list it. The agent also knows
+// the plugins that allocations meant to run declare (csi_plugin blocks, and
+// the plugin block of a go_plugin task's config for other types), and shows
+// those that are not registered with 0 healthy and why.
 
 // declaredTask is one task of a running allocation that declares a plugin.
 type declaredTask struct {
@@ -26,16 +27,45 @@ type declaredTask struct {
 	typ   string // csi_plugin type: monolith, node, controller
 }
 
-// declaredPlugins maps plugin IDs to the tasks that declare them, of
+// declaredPlugins maps CSI plugin IDs to the tasks that declare them, of
 // allocations that should run and have not finished.
 func (a *Agent) declaredPlugins() map[string][]declaredTask {
+	out := map[string][]declaredTask{}
+	a.eachDeclaringTask(func(e *allocEntry, t *jobspec.Task) {
+		if p := t.CSIPluginConfig; p != nil {
+			out[p.ID] = append(out[p.ID], declaredTask{alloc: e, task: t.Name, typ: p.Type})
+		}
+	})
+	return out
+}
+
+// genericKey is how generic plugins are keyed here and in the API's IDs:
+// "TYPE/NAME".
+func genericKey(typ, name string) string { return typ + "/" + name }
+
+// declaredGeneric maps "TYPE/NAME" of plugins that are not CSI to the
+// go_plugin tasks that declare them (a plugin block in their config), of
+// allocations that should run and have not finished.
+func (a *Agent) declaredGeneric() map[string][]declaredTask {
+	out := map[string][]declaredTask{}
+	a.eachDeclaringTask(func(e *allocEntry, t *jobspec.Task) {
+		if typ := genericPluginType(t); typ != "" {
+			k := genericKey(typ, t.Config.Plugin.Name)
+			out[k] = append(out[k], declaredTask{alloc: e, task: t.Name, typ: typ})
+		}
+	})
+	return out
+}
+
+// eachDeclaringTask calls fn for every task of the allocations that should
+// run and have not finished.
+func (a *Agent) eachDeclaringTask(fn func(e *allocEntry, t *jobspec.Task)) {
 	a.mu.Lock()
 	entries := make([]*allocEntry, 0, len(a.allocs))
 	for _, e := range a.allocs {
 		entries = append(entries, e)
 	}
 	a.mu.Unlock()
-	out := map[string][]declaredTask{}
 	for _, e := range entries {
 		if isDone(e) {
 			continue
@@ -49,12 +79,9 @@ func (a *Agent) declaredPlugins() map[string][]declaredTask {
 			continue
 		}
 		for _, t := range g.Tasks {
-			if p := t.CSIPluginConfig; p != nil {
-				out[p.ID] = append(out[p.ID], declaredTask{alloc: e, task: t.Name, typ: p.Type})
-			}
+			fn(e, t)
 		}
 	}
-	return out
 }
 
 func (d declaredTask) controller() bool {
@@ -88,7 +115,7 @@ func unregisteredPlugin(id string, tasks []declaredTask) *api.CSIPlugin {
 	seen := map[string]bool{}
 	for _, d := range tasks {
 		snap := d.alloc.runner.State()
-		info := &api.CSIInfo{PluginID: id, AllocID: snap.Alloc.ID, HealthDescription: whyNotHealthy(snap, d.task)}
+		info := &api.CSIInfo{PluginID: id, AllocID: snap.Alloc.ID, HealthDescription: whyNotHealthy(snap, d.task, "Probe")}
 		if d.controller() {
 			out.Controllers[snap.Alloc.ID] = info
 		}
@@ -105,9 +132,10 @@ func unregisteredPlugin(id string, tasks []declaredTask) *api.CSIPlugin {
 }
 
 // whyNotHealthy says, from a plugin task's latest events, why its plugin
-// is not registered: starting, its last probe error, or a restart pending
-// (with the attempt the restart policy is at).
-func whyNotHealthy(snap *taskrunner.AllocSnapshot, task string) string {
+// is not registered: starting (waiting for the answer to check), its last
+// probe error, or a restart pending (with the attempt the restart policy
+// is at).
+func whyNotHealthy(snap *taskrunner.AllocSnapshot, task, check string) string {
 	for _, t := range snap.Tasks {
 		if t.Name != task {
 			continue
@@ -119,11 +147,15 @@ func whyNotHealthy(snap *taskrunner.AllocSnapshot, task string) string {
 			ev := t.Events[i]
 			switch ev.Type {
 			case csiplugin.EventPluginNotHealthy, csiplugin.EventPluginUnhealthy:
-				return "probe: " + oneLine(ev.Message)
+				msg := oneLine(ev.Message)
+				if strings.HasPrefix(msg, "health check") {
+					return msg // a generic plugin's, which says what it asked
+				}
+				return "probe: " + msg
 			case taskrunner.EventRestarting:
 				return fmt.Sprintf("restart pending (%d restarts so far): %s", t.State.Restarts, oneLine(ev.Message))
 			case taskrunner.EventStarted, taskrunner.EventReattached:
-				return "starting: waiting for the plugin to answer Probe"
+				return "starting: waiting for the plugin to answer " + check
 			}
 		}
 		return "task " + t.State.State

@@ -3,7 +3,10 @@ package host
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/api"
@@ -100,42 +103,174 @@ func pluginInstance(p *dynamic.PluginInfo, active bool) *api.PluginInstance {
 	return inst
 }
 
-// RegisteredPlugins implements api.RegistryBackend.
+// RegisteredPlugins implements api.RegistryBackend: the registered
+// plugins of every type (or of pluginType), then the plugins of other
+// types than CSI's that allocations declare and nobody registered yet.
 func (a *Agent) RegisteredPlugins(_ context.Context, pluginType string) ([]*api.PluginListStub, error) {
+	declared := a.declaredGeneric()
+	var csiDeclared map[string][]declaredTask
 	types := a.registry.Types()
 	if pluginType != "" {
 		types = []string{pluginType}
 	}
 	var out []*api.PluginListStub
+	listed := map[string]bool{}
 	for _, t := range types {
-		count := map[string]int{}
+		count, healthy := map[string]int{}, map[string]int{}
 		for _, p := range a.registry.ListAllocs(t) {
 			count[p.Name]++
+			if h := a.instanceHealth(p); h.healthy {
+				healthy[p.Name]++
+			}
 		}
 		for _, p := range a.registry.List(t) {
-			stub := &api.PluginListStub{Type: t, Name: p.Name, ActiveAllocID: p.AllocID, Instances: count[p.Name]}
+			listed[genericKey(t, p.Name)] = true
+			stub := &api.PluginListStub{Type: t, Name: p.Name, ActiveAllocID: p.AllocID, Instances: count[p.Name],
+				Healthy: healthy[p.Name]}
 			if p.ConnectionInfo != nil {
 				stub.SocketPath = p.ConnectionInfo.SocketPath
+			}
+			if isCSIType(t) {
+				if csiDeclared == nil {
+					csiDeclared = a.declaredPlugins()
+				}
+				stub.Expected = expectedCSI(t, csiDeclared[p.Name])
+			} else {
+				stub.Expected = countAllocs(declared[genericKey(t, p.Name)])
 			}
 			out = append(out, stub)
 		}
 	}
+	for k, tasks := range declared {
+		typ, name, _ := strings.Cut(k, "/")
+		if listed[k] || (pluginType != "" && typ != pluginType) {
+			continue
+		}
+		out = append(out, &api.PluginListStub{Type: typ, Name: name, Expected: countAllocs(tasks)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Type != out[j].Type {
+			return out[i].Type < out[j].Type
+		}
+		return out[i].Name < out[j].Name
+	})
 	return out, nil
 }
 
-// RegisteredPlugin implements api.RegistryBackend.
+// RegisteredPlugin implements api.RegistryBackend: a plugin is there once
+// registered or, for types other than CSI's, declared by an allocation
+// that should run; the declaring allocations that have not registered it
+// are Waiting, with why.
 func (a *Agent) RegisteredPlugin(_ context.Context, pluginType, name string) (*api.Plugin, error) {
-	act, ok := a.registry.Active(pluginType, name)
-	if !ok {
+	out := &api.Plugin{Type: pluginType, Name: name}
+	act, registered := a.registry.Active(pluginType, name)
+	var tasks []declaredTask
+	if isCSIType(pluginType) {
+		tasks = a.declaredPlugins()[name]
+		out.Expected = expectedCSI(pluginType, tasks)
+	} else {
+		tasks = a.declaredGeneric()[genericKey(pluginType, name)]
+		out.Expected = countAllocs(tasks)
+	}
+	if !registered && (isCSIType(pluginType) || len(tasks) == 0) {
 		return nil, api.ErrNotFound
 	}
-	out := &api.Plugin{Type: pluginType, Name: name, Active: pluginInstance(act, true)}
+	taskOf := map[string]string{}
+	for _, d := range tasks {
+		taskOf[d.alloc.runner.ID()] = d.task
+	}
+	seen := map[string]bool{}
 	for _, p := range a.registry.ListAllocs(pluginType) {
-		if p.Name == name {
-			out.Instances = append(out.Instances, pluginInstance(p, p.AllocID == act.AllocID))
+		if p.Name != name {
+			continue
+		}
+		inst := pluginInstance(p, registered && p.AllocID == act.AllocID)
+		h := a.instanceHealth(p)
+		inst.Task, inst.Healthy, inst.HealthDescription, inst.CheckTime = taskOf[p.AllocID], h.healthy, h.description, h.at
+		if inst.Active {
+			out.Active = inst
+		}
+		if inst.Healthy {
+			out.Healthy++
+		}
+		seen[p.AllocID] = true
+		out.Instances = append(out.Instances, inst)
+	}
+	if isCSIType(pluginType) {
+		// CSI's declared view is GET /v1/plugin/csi/ID's.
+		return out, nil
+	}
+	for _, d := range tasks {
+		snap := d.alloc.runner.State()
+		if seen[snap.Alloc.ID] {
+			continue
+		}
+		seen[snap.Alloc.ID] = true
+		inst := &api.PluginInstance{Type: pluginType, Name: name, AllocID: snap.Alloc.ID, Task: d.task,
+			HealthDescription: whyNotHealthy(snap, d.task, "its health check")}
+		if h, ok := a.health.Get(pluginType, name, snap.Alloc.ID); ok && !h.Healthy {
+			// The supervision's latest check is fresher than the events.
+			inst.HealthDescription, inst.CheckTime = h.Description, h.CheckedAt
+		}
+		out.Waiting = append(out.Waiting, inst)
+	}
+	sort.Slice(out.Waiting, func(i, j int) bool { return out.Waiting[i].AllocID < out.Waiting[j].AllocID })
+	return out, nil
+}
+
+// instanceHealthView is one registered allocation's latest health check.
+type instanceHealthView struct {
+	healthy     bool
+	description string
+	at          time.Time
+}
+
+// instanceHealth is what the agent knows of a registered allocation's
+// health: a CSI plugin's from the CSI manager's fingerprint (of the active
+// instances only), any other's from its supervision's latest check.
+func (a *Agent) instanceHealth(p *dynamic.PluginInfo) instanceHealthView {
+	if isCSIType(p.Type) {
+		if st, ok := a.csi.Plugin(p.Name); ok {
+			for _, fp := range st.Allocations {
+				if fp.Type == p.Type && fp.AllocID == p.AllocID {
+					return instanceHealthView{fp.Healthy, fp.HealthDescription, fp.LastFingerprint}
+				}
+			}
+		}
+		return instanceHealthView{description: "not fingerprinted (standing by)"}
+	}
+	h, ok := a.health.Get(p.Type, p.Name, p.AllocID)
+	if !ok {
+		return instanceHealthView{description: "not checked yet"}
+	}
+	return instanceHealthView{h.Healthy, h.Description, h.CheckedAt}
+}
+
+// isCSIType: the registry's CSI types; the job parser keeps other plugin
+// types from starting with "csi".
+func isCSIType(t string) bool {
+	return t == dynamic.PluginTypeCSIController || t == dynamic.PluginTypeCSINode
+}
+
+// expectedCSI counts the tasks that declare a CSI plugin's half of type t.
+func expectedCSI(t string, tasks []declaredTask) int {
+	n := 0
+	for _, d := range tasks {
+		if (t == dynamic.PluginTypeCSIController && d.controller()) || (t == dynamic.PluginTypeCSINode && d.node()) {
+			n++
 		}
 	}
-	return out, nil
+	return n
+}
+
+// countAllocs counts the allocations among declaring tasks (a group may
+// not declare one plugin twice, but be exact).
+func countAllocs(tasks []declaredTask) int {
+	seen := map[*allocEntry]bool{}
+	for _, d := range tasks {
+		seen[d.alloc] = true
+	}
+	return len(seen)
 }
 
 // genericPluginType is the registry type a task's go_plugin config

@@ -22,6 +22,8 @@ type fakeAgent struct {
 	jobs    map[string]*api.Job
 	allocs  map[string]*api.Allocation
 	plugins map[string]*api.CSIPlugin
+	// generic holds plugins of other types, by "TYPE/NAME".
+	generic map[string]*api.Plugin
 	logs    map[string]string
 	stopped []string
 	subs    []chan *api.Event
@@ -36,7 +38,7 @@ var t0 = time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
 
 func newFakeAgent() *fakeAgent {
 	return &fakeAgent{jobs: map[string]*api.Job{}, allocs: map[string]*api.Allocation{},
-		plugins: map[string]*api.CSIPlugin{}, logs: map[string]string{}, subd: make(chan struct{}, 16),
+		plugins: map[string]*api.CSIPlugin{}, generic: map[string]*api.Plugin{}, logs: map[string]string{}, subd: make(chan struct{}, 16),
 		following: make(chan struct{}, 1)}
 }
 
@@ -269,4 +271,30 @@ func (f *fakeAgent) endStreams() {
 		close(ch)
 	}
 	f.subs = nil
+}
+
+func (f *fakeAgent) RegisteredPlugins(_ context.Context, typ string) ([]*api.PluginListStub, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*api.PluginListStub
+	for _, p := range f.generic {
+		if typ != "" && p.Type != typ {
+			continue
+		}
+		stub := &api.PluginListStub{Type: p.Type, Name: p.Name, Instances: len(p.Instances), Healthy: p.Healthy, Expected: p.Expected}
+		if p.Active != nil {
+			stub.ActiveAllocID, stub.SocketPath = p.Active.AllocID, p.Active.SocketPath
+		}
+		out = append(out, stub)
+	}
+	return out, nil
+}
+
+func (f *fakeAgent) RegisteredPlugin(_ context.Context, typ, name string) (*api.Plugin, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.generic[typ+"/"+name]; ok {
+		return p, nil
+	}
+	return nil, api.ErrNotFound
 }

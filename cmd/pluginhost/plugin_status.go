@@ -12,7 +12,7 @@ import (
 	"github.com/pluginhost/pluginhost/host/api"
 )
 
-// PluginStatusCommand lists CSI plugins or shows one.
+// PluginStatusCommand lists plugins of every type or shows one.
 type PluginStatusCommand struct {
 	*Meta
 }
@@ -26,10 +26,13 @@ func (c *PluginStatusCommand) Help() string {
 Usage: pluginhost plugin status [-json] [-verbose] [ID | TYPE/NAME]
 
   Without an argument, list the CSI plugins with their healthy/expected
-  counts, then the registered plugins of every other type (go_plugin tasks
-  whose config has a plugin block) with their active allocation and socket
-  (-json lists the CSI plugins only). With TYPE/NAME, show that plugin's
-  registered allocations and which one consumers reach. With a CSI plugin's
+  counts, then the plugins of every other type (go_plugin tasks whose
+  config has a plugin block) with their healthy/expected counts, active
+  allocation and socket, also those that allocations declare but that are
+  not registered yet (-json: every type, as GET /v1/plugins). With
+  TYPE/NAME, show that plugin's registered allocations with their latest
+  health check, which one consumers reach, and the declaring allocations
+  not registered yet with why. With a CSI plugin's
   ID, show the plugin: provider and version, the plugin's capabilities and
   those of its controller and node services, node info, every allocation
   backing it (several during a rolling update or after a restore) with the
@@ -43,50 +46,46 @@ func (c *PluginStatusCommand) Run(args []string) int {
 }
 
 func (c *PluginStatusCommand) list(client *api.Client) int {
-	plugins, err := client.Plugins(c.Ctx)
+	plugins, err := client.AllPlugins(c.Ctx, "")
 	if err != nil {
 		return c.fail("listing plugins", err)
 	}
 	if c.json {
 		return c.outputJSON(plugins)
 	}
-	others, err := client.RegisteredPlugins(c.Ctx, "")
-	if err != nil && !errors.Is(err, api.ErrNotFound) {
-		// An agent without a registry listing has no other types.
-		return c.fail("listing registered plugins", err)
+	var csiRows, otherRows []string
+	for _, p := range plugins {
+		if p.CSIPluginListStub != nil {
+			q := p.CSIPluginListStub
+			csiRows = append(csiRows, fmt.Sprintf("%s|%s|%d/%d|%d/%d", cell(p.ID), cell(q.Provider),
+				q.ControllersHealthy, q.ControllersExpected, q.NodesHealthy, q.NodesExpected))
+		} else if q := p.PluginListStub; q != nil {
+			otherRows = append(otherRows, fmt.Sprintf("%s|%s|%d/%d|%s|%d|%s", cell(p.Type), cell(q.Name),
+				q.Healthy, q.Expected, c.shortOrNone(q.ActiveAllocID), q.Instances, cell(q.SocketPath)))
+		}
 	}
-	others = slices.DeleteFunc(others, func(p *api.PluginListStub) bool { return strings.HasPrefix(p.Type, "csi") })
-	if len(plugins) == 0 && len(others) == 0 {
-		c.Ui.Output("No CSI plugins")
+	if len(csiRows) == 0 && len(otherRows) == 0 {
+		c.Ui.Output("No plugins")
 		return 0
 	}
-	if len(plugins) > 0 {
-		rows := []string{"ID|Provider|Controllers Healthy/Expected|Nodes Healthy/Expected"}
-		for _, p := range plugins {
-			rows = append(rows, fmt.Sprintf("%s|%s|%d/%d|%d/%d", cell(p.ID), cell(p.Provider),
-				p.ControllersHealthy, p.ControllersExpected, p.NodesHealthy, p.NodesExpected))
-		}
-		c.Ui.Output(formatList(rows))
+	if len(csiRows) > 0 {
+		c.Ui.Output(formatList(append([]string{"ID|Provider|Controllers Healthy/Expected|Nodes Healthy/Expected"}, csiRows...)))
 	}
-	if len(others) > 0 {
-		if len(plugins) > 0 {
+	if len(otherRows) > 0 {
+		if len(csiRows) > 0 {
 			c.Ui.Output("")
 		}
-		rows := []string{"Type|Name|Active Allocation|Instances|Socket"}
-		for _, p := range others {
-			rows = append(rows, fmt.Sprintf("%s|%s|%s|%d|%s", cell(p.Type), cell(p.Name),
-				c.shortOrNone(p.ActiveAllocID), p.Instances, cell(p.SocketPath)))
-		}
-		c.Ui.Output(formatList(rows))
+		c.Ui.Output(formatList(append([]string{"Type|Name|Healthy/Expected|Active Allocation|Instances|Socket"}, otherRows...)))
 	}
 	return 0
 }
 
-// showRegistered shows a plugin of any type by TYPE/NAME.
+// showRegistered shows a plugin of any type by TYPE/NAME: its registered
+// allocations and those that declare it but have not registered it.
 func (c *PluginStatusCommand) showRegistered(client *api.Client, typ, name string) int {
 	p, err := client.RegisteredPlugin(c.Ctx, typ, name)
 	if errors.Is(err, api.ErrNotFound) {
-		c.Ui.Error(fmt.Sprintf("No plugin %s/%s is registered", typ, name))
+		c.Ui.Error(fmt.Sprintf("No plugin %s/%s: no allocation runs or declares it", typ, name))
 		return 1
 	}
 	if err != nil {
@@ -95,19 +94,32 @@ func (c *PluginStatusCommand) showRegistered(client *api.Client, typ, name strin
 	if c.json {
 		return c.outputJSON(p)
 	}
-	kv := []string{"Type|" + cell(p.Type), "Name|" + cell(p.Name)}
+	kv := []string{"Type|" + cell(p.Type), "Name|" + cell(p.Name),
+		"Healthy|" + strconv.Itoa(p.Healthy), "Expected|" + strconv.Itoa(p.Expected)}
 	if p.Active != nil {
-		kv = append(kv, "Active Allocation|"+c.shortOrNone(p.Active.AllocID), "Socket|"+cell(p.Active.SocketPath),
-			"Target|"+cell(api.ResolverScheme+":///"+p.Type+"/"+p.Name))
+		kv = append(kv, "Active Allocation|"+c.shortOrNone(p.Active.AllocID), "Socket|"+cell(p.Active.SocketPath))
+	} else {
+		kv = append(kv, "Active Allocation|<none>")
 	}
+	kv = append(kv, "Target|"+cell(api.ResolverScheme+":///"+p.Type+"/"+p.Name))
 	c.Ui.Output(formatKV(kv))
-	rows := []string{"Allocation ID|Active|Version|Registered|Socket"}
+	now := c.now()
+	rows := []string{"Allocation ID|Active|Healthy|Last Check|Health Description|Version|Registered|Socket"}
 	for _, in := range p.Instances {
-		rows = append(rows, fmt.Sprintf("%s|%t|%s|%s|%s", c.shortOrNone(in.AllocID), in.Active, cell(in.Version),
+		rows = append(rows, fmt.Sprintf("%s|%t|%t|%s|%s|%s|%s|%s", c.shortOrNone(in.AllocID), in.Active, in.Healthy,
+			fingerprintAge(now, in.CheckTime), cell(in.HealthDescription), cell(in.Version),
 			in.RegisteredAt.Format(time.RFC3339), cell(in.SocketPath)))
 	}
+	for _, in := range p.Waiting {
+		rows = append(rows, fmt.Sprintf("%s|false|false|%s|%s|<none>|<not registered>|<none>", c.shortOrNone(in.AllocID),
+			fingerprintAge(now, in.CheckTime), cell(in.HealthDescription)))
+	}
 	c.Ui.Output("\nAllocations")
-	c.Ui.Output(formatList(rows))
+	if len(rows) == 1 {
+		c.Ui.Output("No allocations")
+	} else {
+		c.Ui.Output(formatList(rows))
+	}
 	return 0
 }
 

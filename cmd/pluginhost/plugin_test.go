@@ -42,7 +42,7 @@ func addPlugin(fa *fakeAgent) {
 func TestPluginStatusList(t *testing.T) {
 	fa, addr := startAgent(t)
 	ctx := testCtx(t)
-	if r := runCLI(t, ctx, addr, "plugin", "status"); r.code != 0 || r.stdout != "No CSI plugins\n" {
+	if r := runCLI(t, ctx, addr, "plugin", "status"); r.code != 0 || r.stdout != "No plugins\n" {
 		t.Errorf("empty: %+v", r)
 	}
 	addPlugin(fa)
@@ -59,6 +59,74 @@ func TestPluginStatusList(t *testing.T) {
 	var ps []*api.CSIPluginListStub
 	if err := json.Unmarshal([]byte(r.stdout), &ps); err != nil || len(ps) != 2 {
 		t.Errorf("plugin status -json: %v\n%s", err, r.stdout)
+	}
+
+	// Plugins of other types follow, registered or only declared.
+	addGeneric(fa)
+	r = runCLI(t, ctx, addr, "plugin", "status")
+	want += "\n" +
+		"Type  Name   Healthy/Expected  Active Allocation  Instances  Socket\n" +
+		"kv    later  0/1               <none>             0          <none>\n" +
+		"kv    main   1/1               cccccccc           1          /run/kv.sock\n"
+	if r.code != 0 || !strings.HasSuffix(r.stdout, want[strings.Index(want, "\n\n"):]) {
+		t.Errorf("plugin status with kv plugins:\n%s\nwant:\n%s", r.stdout, want)
+	}
+	// -json lists every type: CSI rows as before (with Type), the others
+	// by TYPE/NAME.
+	r = runCLI(t, ctx, addr, "plugin", "status", "-json")
+	var all []*api.PluginStatusListStub
+	if err := json.Unmarshal([]byte(r.stdout), &all); err != nil || len(all) != 4 {
+		t.Fatalf("plugin status -json: %v\n%s", err, r.stdout)
+	}
+	if all[0].Type != "csi" || all[0].ID != "mockcsi" || all[0].CSIPluginListStub == nil || all[0].NodesExpected != 2 ||
+		all[2].ID != "kv/later" || all[2].PluginListStub == nil || all[2].Expected != 1 || all[3].ActiveAllocID == "" {
+		t.Errorf("plugin status -json:\n%s", r.stdout)
+	}
+}
+
+func addGeneric(fa *fakeAgent) {
+	fa.mu.Lock()
+	defer fa.mu.Unlock()
+	inst := &api.PluginInstance{Type: "kv", Name: "main", AllocID: "cccccccc-0000-4000-8000-000000000003", SocketPath: "/run/kv.sock",
+		Active: true, RegisteredAt: t0, Task: "kv", Healthy: true, HealthDescription: "healthy", CheckTime: t0.Add(59 * time.Minute)}
+	fa.generic["kv/main"] = &api.Plugin{Type: "kv", Name: "main", Active: inst, Instances: []*api.PluginInstance{inst}, Healthy: 1, Expected: 1}
+	fa.generic["kv/later"] = &api.Plugin{Type: "kv", Name: "later", Expected: 1, Waiting: []*api.PluginInstance{{
+		Type: "kv", Name: "later", AllocID: "dddddddd-0000-4000-8000-000000000004", Task: "kv",
+		HealthDescription: "restart pending (1 restarts so far): exec: no such file"}}}
+}
+
+// plugin status TYPE/NAME of a registered plugin and of one that is only
+// declared: health per allocation, and why the declared one is not there.
+func TestPluginStatusGeneric(t *testing.T) {
+	fa, addr := startAgent(t)
+	ctx := testCtx(t)
+	addGeneric(fa)
+	r := runCLI(t, ctx, addr, "plugin", "status", "kv/main")
+	for _, want := range []string{
+		"Healthy           = 1", "Expected          = 1", "Active Allocation = cccccccc", "Target            = pluginhost:///kv/main",
+		"Allocation ID  Active  Healthy  Last Check  Health Description",
+		"cccccccc       true    true     1m0s ago    healthy",
+	} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("plugin status kv/main lacks %q:\n%s%s", want, r.stdout, r.stderr)
+		}
+	}
+	r = runCLI(t, ctx, addr, "plugin", "status", "kv/later")
+	for _, want := range []string{
+		"Healthy           = 0", "Expected          = 1", "Active Allocation = <none>",
+		"dddddddd       false   false    never       restart pending (1 restarts so far): exec: no such file  <none>   <not registered>",
+	} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("plugin status kv/later lacks %q:\n%s%s", want, r.stdout, r.stderr)
+		}
+	}
+	r = runCLI(t, ctx, addr, "plugin", "status", "-json", "kv/later")
+	var p api.Plugin
+	if err := json.Unmarshal([]byte(r.stdout), &p); err != nil || p.Active != nil || len(p.Waiting) != 1 || p.Waiting[0].HealthDescription == "" {
+		t.Errorf("plugin status -json kv/later: %v\n%s", err, r.stdout)
+	}
+	if r := runCLI(t, ctx, addr, "plugin", "status", "kv/nope"); r.code != 1 || !strings.Contains(r.stderr, "No plugin kv/nope") {
+		t.Errorf("unknown plugin: %+v", r)
 	}
 }
 

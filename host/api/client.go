@@ -201,8 +201,20 @@ func (c *Client) Plugin(ctx context.Context, id string) (*CSIPlugin, error) {
 	return &out, nil
 }
 
+// AllPlugins lists the plugins of every type (CSI plugins once each, as
+// Plugins has them, with Type "csi"), or of pluginType when it is not "".
+func (c *Client) AllPlugins(ctx context.Context, pluginType string) ([]*PluginStatusListStub, error) {
+	var q url.Values
+	if pluginType != "" {
+		q = url.Values{"type": {pluginType}}
+	}
+	var out []*PluginStatusListStub
+	return out, c.do(ctx, http.MethodGet, "/v1/plugins", q, nil, &out)
+}
+
 // RegisteredPlugins lists the registry's plugins of pluginType, or of
-// every type when it is "".
+// every type when it is "" (with the plugins of other types than CSI's
+// that allocations declare but have not registered).
 func (c *Client) RegisteredPlugins(ctx context.Context, pluginType string) ([]*PluginListStub, error) {
 	var q url.Values
 	if pluginType != "" {
@@ -213,7 +225,9 @@ func (c *Client) RegisteredPlugins(ctx context.Context, pluginType string) ([]*P
 	return out, err
 }
 
-// RegisteredPlugin describes one registered plugin and its instances.
+// RegisteredPlugin describes one plugin of any type, registered or
+// declared: its registered instances and the declaring allocations still
+// waiting to register.
 func (c *Client) RegisteredPlugin(ctx context.Context, pluginType, name string) (*Plugin, error) {
 	var out Plugin
 	if err := c.do(ctx, http.MethodGet, "/v1/plugin/"+url.PathEscape(pluginType)+"/"+url.PathEscape(name), nil, nil, &out); err != nil {

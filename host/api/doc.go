@@ -16,7 +16,9 @@
 // /v1/plugin/csi/<id>, /v1/event/stream, /v1/agent/self, /v1/agent/health),
 // and so do the JSON field names of the types in types.go. The registry of
 // every plugin type (/v1/registry/plugins, /v1/plugin/<type>/<name>) is
-// pluginhost's own, served when the backend implements RegistryBackend.
+// pluginhost's own, served when the backend implements RegistryBackend, and
+// so is /v1/plugins without a type (Nomad requires type=csi): every plugin
+// of every type, CSI rows with exactly the fields type=csi gives them.
 //
 // # Resolver
 //

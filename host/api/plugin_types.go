@@ -21,11 +21,21 @@ type PluginInstance struct {
 	// Active is whether this is the instance consumers should use (the
 	// newest registration of the plugin).
 	Active       bool
-	RegisteredAt time.Time
+	RegisteredAt time.Time `json:",omitzero"`
+
+	// The fields below are set in GET /v1/plugin/TYPE/NAME, not in
+	// events. Task is the task that provides the plugin; Healthy and
+	// HealthDescription are its latest health check (for a plugin that
+	// is not registered: why not), CheckTime when that was.
+	Task              string    `json:",omitempty"`
+	Healthy           bool      `json:",omitempty"`
+	HealthDescription string    `json:",omitempty"`
+	CheckTime         time.Time `json:",omitzero"`
 }
 
-// PluginListStub is one row of GET /v1/registry/plugins: a registered
-// plugin of any type.
+// PluginListStub is one row of GET /v1/registry/plugins: a plugin of any
+// type that is registered or, for types other than CSI's, declared by an
+// allocation that should run (then ActiveAllocID is "" and Instances 0).
 type PluginListStub struct {
 	Type string
 	Name string
@@ -34,13 +44,42 @@ type PluginListStub struct {
 	ActiveAllocID string
 	SocketPath    string
 	Instances     int
+	// Healthy counts the registered allocations whose latest health check
+	// passed (CSI types: the CSI manager's fingerprints); Expected the
+	// allocations meant to run that declare the plugin.
+	Healthy  int
+	Expected int
 }
 
-// Plugin is GET /v1/plugin/TYPE/NAME: one registered plugin and every
-// allocation behind it, oldest first.
+// Plugin is GET /v1/plugin/TYPE/NAME: one plugin, registered or declared
+// by an allocation that should run, and every allocation behind it.
 type Plugin struct {
-	Type      string
-	Name      string
-	Active    *PluginInstance
+	Type string
+	Name string
+	// Active is nil while no allocation is registered.
+	Active *PluginInstance
+	// Instances are the registered allocations, oldest first.
 	Instances []*PluginInstance
+	// Waiting are the allocations that declare the plugin but have not
+	// registered it (starting, failing their health check, waiting for a
+	// restart), each with why in HealthDescription; no SocketPath.
+	Waiting  []*PluginInstance `json:",omitempty"`
+	Healthy  int
+	Expected int
 }
+
+// PluginStatusListStub is one row of GET /v1/plugins (no type, or a type
+// other than csi): every plugin the agent knows, whatever its type. A CSI
+// plugin has Type "csi" and the fields of CSIPluginListStub (as GET
+// /v1/plugins?type=csi has them); a plugin of another type has its type,
+// ID "TYPE/NAME" (what `plugin status` takes) and the fields of
+// PluginListStub. Exactly one of the two embedded stubs is set.
+type PluginStatusListStub struct {
+	ID   string
+	Type string
+	*CSIPluginListStub
+	*PluginListStub
+}
+
+// PluginTypeCSI is PluginStatusListStub.Type of a CSI plugin.
+const PluginTypeCSI = "csi"

@@ -12,10 +12,12 @@ import (
 // those paths with 404.
 type RegistryBackend interface {
 	// RegisteredPlugins lists every registered plugin, of pluginType or
-	// of every type when it is "".
+	// of every type when it is "", and the plugins of types other than
+	// CSI's that allocations meant to run declare but have not registered.
 	RegisteredPlugins(ctx context.Context, pluginType string) ([]*PluginListStub, error)
 	// RegisteredPlugin describes one; ErrNotFound when nothing is
-	// registered under that type and name.
+	// registered under that type and name and no allocation meant to run
+	// declares it.
 	RegisteredPlugin(ctx context.Context, pluginType, name string) (*Plugin, error)
 }
 

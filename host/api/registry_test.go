@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 )
@@ -18,8 +20,12 @@ func (r *registryFake) RegisteredPlugins(_ context.Context, typ string) ([]*Plug
 	var out []*PluginListStub
 	for _, p := range r.plugins {
 		if typ == "" || p.Type == typ {
-			out = append(out, &PluginListStub{Type: p.Type, Name: p.Name, ActiveAllocID: p.Active.AllocID,
-				SocketPath: p.Active.SocketPath, Instances: len(p.Instances)})
+			stub := &PluginListStub{Type: p.Type, Name: p.Name, Instances: len(p.Instances),
+				Healthy: p.Healthy, Expected: p.Expected}
+			if p.Active != nil {
+				stub.ActiveAllocID, stub.SocketPath = p.Active.AllocID, p.Active.SocketPath
+			}
+			out = append(out, stub)
 		}
 	}
 	return out, nil
@@ -73,5 +79,74 @@ func TestRegistryEndpointsWithoutRegistry(t *testing.T) {
 	ts := startServer(t, nil)
 	if _, err := ts.client.RegisteredPlugins(context.Background(), ""); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// GET /v1/plugins without a type lists every plugin: a CSI plugin once,
+// with the fields GET /v1/plugins?type=csi gives it (its csi-node
+// registration is not listed again), and the other types as TYPE/NAME,
+// registered or only declared. ?type=csi keeps Nomad's list.
+func TestAllPlugins(t *testing.T) {
+	inst := &PluginInstance{Type: "kv", Name: "main", AllocID: "a1", SocketPath: "/run/x.sock", Active: true}
+	node := &PluginInstance{Type: "csi-node", Name: "mockcsi", AllocID: "a2", SocketPath: "/run/c.sock", Active: true}
+	ts := startServer(t, func(c *ServerConfig) {
+		be := c.Backend.(*fakeBackend)
+		be.plugins["mockcsi"] = &CSIPlugin{ID: "mockcsi", Provider: "mock.csi", NodesExpected: 1}
+		c.Backend = &registryFake{fakeBackend: be, plugins: map[string]*Plugin{
+			"kv/main":          {Type: "kv", Name: "main", Active: inst, Instances: []*PluginInstance{inst}, Healthy: 1, Expected: 1},
+			"kv/later":         {Type: "kv", Name: "later", Expected: 1, Waiting: []*PluginInstance{{AllocID: "a3", HealthDescription: "starting"}}},
+			"csi-node/mockcsi": {Type: "csi-node", Name: "mockcsi", Active: node, Instances: []*PluginInstance{node}},
+		}}
+	})
+	ctx := context.Background()
+	all, err := ts.client.AllPlugins(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range all {
+		got = append(got, p.Type+" "+p.ID)
+	}
+	if strings.Join(got, ",") != "csi mockcsi,kv kv/later,kv kv/main" {
+		t.Fatalf("AllPlugins = %v", got)
+	}
+	if c := all[0].CSIPluginListStub; c == nil || c.Provider != "mock.csi" || c.NodesExpected != 1 || all[0].PluginListStub != nil {
+		t.Errorf("CSI row: %+v", all[0])
+	}
+	if g := all[1].PluginListStub; g == nil || g.Name != "later" || g.ActiveAllocID != "" || g.Expected != 1 || g.Healthy != 0 || all[1].CSIPluginListStub != nil {
+		t.Errorf("declared row: %+v", all[1])
+	}
+	if g := all[2].PluginListStub; g == nil || g.ActiveAllocID != "a1" || g.Healthy != 1 {
+		t.Errorf("registered row: %+v", all[2])
+	}
+
+	// A CSI row has exactly the keys of GET /v1/plugins?type=csi, and Type.
+	raw := func(q url.Values) []map[string]any {
+		t.Helper()
+		var out []map[string]any
+		if err := ts.client.do(ctx, http.MethodGet, "/v1/plugins", q, nil, &out); err != nil {
+			t.Fatalf("/v1/plugins?%s: %v", q.Encode(), err)
+		}
+		return out
+	}
+	csiOnly, mixed := raw(url.Values{"type": {"csi"}}), raw(nil)
+	if len(csiOnly) != 1 || len(mixed) != 3 {
+		t.Fatalf("csi %v, all %v", csiOnly, mixed)
+	}
+	for k, v := range csiOnly[0] {
+		if mixed[0][k] != v {
+			t.Errorf("CSI row %s = %v, ?type=csi has %v", k, mixed[0][k], v)
+		}
+	}
+	if len(mixed[0]) != len(csiOnly[0])+1 || mixed[0]["Type"] != "csi" {
+		t.Errorf("CSI row %v, want the ?type=csi keys and Type", mixed[0])
+	}
+
+	kv, err := ts.client.AllPlugins(ctx, "kv")
+	if err != nil || len(kv) != 2 {
+		t.Fatalf("AllPlugins(kv) = %v, %v", kv, err)
+	}
+	if none, err := ts.client.AllPlugins(ctx, "device"); err != nil || len(none) != 0 {
+		t.Fatalf("AllPlugins(device) = %v, %v", none, err)
 	}
 }

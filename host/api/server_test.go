@@ -438,7 +438,8 @@ func TestBadInput(t *testing.T) {
 		{"GET", "/v1/client/fs/logs/a1", "", 400, "task"},
 		{"GET", "/v1/client/fs/logs/a1?task=t9", "", 404, "task"},
 		{"GET", "/v1/client/fs/logs/zzz?task=t1", "", 404, ""},
-		{"GET", "/v1/plugins?type=device", "", 400, "type"},
+		{"GET", "/v1/plugins?type=a%2Fb", "", 400, "type"},
+		{"GET", "/v1/plugins?type=csi-node", "", 400, "type"},
 		{"GET", "/v1/event/stream?topic=Weather", "", 400, "topic"},
 		{"GET", "/v1/nothing/here", "", 404, ""},
 	}

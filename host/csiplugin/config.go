@@ -58,6 +58,10 @@ type Config struct {
 	// RPCObserver, if set, is told about every Probe and GetPluginInfo
 	// the supervision makes (the agent's metrics).
 	RPCObserver csi.RPCObserver
+	// Health, if set, is kept up to date with every generic plugin
+	// allocation's latest health check (CSI plugins' health is the CSI
+	// manager's fingerprint). Optional.
+	Health *HealthTable
 }
 
 // ConnLender takes open connections to plugin sockets on loan; withdraw

@@ -48,6 +48,9 @@ func TestGenericPluginSupervised(t *testing.T) {
 		t.Fatalf("registration %+v, want kv/kv_grpc at %s", p, h.SocketPath)
 	}
 	nextEvents(t, events, "registered "+ar.ID())
+	if hl, ok := a.health.Get("kv", "kv_grpc", ar.ID()); !ok || !hl.Healthy || hl.CheckedAt.IsZero() {
+		t.Fatalf("health table: %+v %t, want a healthy check", hl, ok)
+	}
 
 	b := a.restart(func(b *agent) { events = subscribe(t, b.reg, "kv") })
 	b.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
@@ -66,6 +69,9 @@ func TestGenericPluginSupervised(t *testing.T) {
 		t.Fatal(err)
 	}
 	nextEvents(t, events, "deregistered "+ar.ID(), "registered "+ar.ID())
+	if hl, ok := b.health.Get("kv", "kv_grpc", ar.ID()); !ok || !hl.Healthy {
+		t.Fatalf("health table after the relaunch: %+v %t", hl, ok)
+	}
 }
 
 // A generic plugin that stops answering its health checks is restarted
@@ -82,6 +88,10 @@ func TestGenericPluginUnhealthyRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.ev.wait(t, ar.ID(), EventPluginUnhealthy, 1)
+	// The event is emitted after the table is written.
+	if hl, ok := a.health.Get("kv", "kv_grpc", ar.ID()); !ok || hl.Healthy || !strings.Contains(hl.Description, "health check") {
+		t.Fatalf("health table of a stopped plugin: %+v %t", hl, ok)
+	}
 	ev := a.ev.wait(t, ar.ID(), taskrunner.EventRestartSignal, 1)
 	if !strings.Contains(ev.Message, "unhealthy for longer than health_timeout 300ms") {
 		t.Fatalf("restart reason %q", ev.Message)

@@ -30,6 +30,7 @@ type agent struct {
 	opts    agentOpts
 	db      *state.DB
 	reg     *dynamic.Registry
+	health  *HealthTable
 	watcher *driver.Watcher
 	cfg     *taskrunner.Config
 	ev      *eventLog
@@ -144,15 +145,16 @@ func newAgent(t testing.TB, dataDir string, opts agentOpts) *agent {
 	if err != nil {
 		t.Fatal(err)
 	}
+	health := NewHealthTable()
 	hooks, err := NewHook(Config{
 		Registry: reg, MountRoot: filepath.Join(dataDir, "csi"), Logger: logger,
 		ProbeInterval: opts.probeInterval, ProbeTimeout: opts.probeTimeout,
-		Conns: opts.conns,
+		Conns: opts.conns, Health: health,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &agent{t: t, dataDir: dataDir, opts: opts, db: db, reg: reg, watcher: w, ev: &eventLog{notify: make(chan struct{})}}
+	a := &agent{t: t, dataDir: dataDir, opts: opts, db: db, reg: reg, health: health, watcher: w, ev: &eventLog{notify: make(chan struct{})}}
 	a.cfg = &taskrunner.Config{
 		DataDir: dataDir, Store: db, Drivers: drivers, LogmonCommand: []string{logmonBin},
 		ExtraHooks: hooks,

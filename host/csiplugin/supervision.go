@@ -375,6 +375,14 @@ func (sv *supervision) heartbeat(ctx context.Context, client checker) {
 
 // setHealth turns a change of health into a task event; err nil is healthy.
 func (sv *supervision) setHealth(err error) {
+	if sv.s.generic {
+		h := Health{Type: sv.s.types[0], Name: sv.s.plugin.ID, AllocID: sv.s.allocID, Healthy: err == nil,
+			Description: "healthy", CheckedAt: time.Now()}
+		if err != nil {
+			h.Description = err.Error()
+		}
+		sv.s.cfg.Health.set(h)
+	}
 	if err == nil {
 		if sv.health != healthHealthy {
 			sv.health = healthHealthy

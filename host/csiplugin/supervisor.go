@@ -334,6 +334,7 @@ func (s *supervisor) stopSupervision() {
 func (s *supervisor) deregister() error {
 	var errs []error
 	for _, typ := range s.types {
+		s.cfg.Health.remove(typ, s.plugin.ID, s.allocID)
 		if err := s.cfg.Registry.Deregister(typ, s.plugin.ID, s.allocID); err != nil && !errors.Is(err, dynamic.ErrShutdown) {
 			errs = append(errs, fmt.Errorf("%s: deregister %s: %w", s.label, typ, err))
 		}

@@ -2,13 +2,13 @@ package metrics
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/internal/reconcile"
 )
@@ -22,10 +22,9 @@ func TestSourcesGatherTogether(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.WatchPlugins([]string{"csi-node", "csi-controller"}, func() []*csi.PluginStatus {
-		return []*csi.PluginStatus{{ID: "p", Allocations: []*csi.Fingerprint{
-			{PluginID: "p", Type: "csi-node", Healthy: true}, {PluginID: "p", Type: "csi-controller"},
-		}}}
+	if err := m.WatchPlugins(func() []string { return []string{"csi-node", "csi-controller", "csi-node"} }, func() []PluginHealth {
+		return []PluginHealth{{Type: "csi-node", Name: "p", Healthy: true}, {Type: "csi-controller", Name: "p"},
+			{Type: "kv", Name: "main", Healthy: true}}
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -47,9 +46,22 @@ func TestSourcesGatherTogether(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 1 + 4 event types + 4 (2 types x healthy/unhealthy) + 2 + 2 queues + 1 + 1.
-	if n != 15 {
-		t.Fatalf("%d series, want 15", n)
+	// 1 + 4 event types + 6 (3 types x healthy/unhealthy) + 3 + 2 queues + 1 + 1.
+	if n != 18 {
+		t.Fatalf("%d series, want 18", n)
+	}
+	want := `
+# HELP pluginhost_plugins Active plugin instances, by plugin type (csi-controller, csi-node, or a generic plugin's) and health (healthy, unhealthy).
+# TYPE pluginhost_plugins gauge
+pluginhost_plugins{health="healthy",type="csi-controller"} 0
+pluginhost_plugins{health="healthy",type="csi-node"} 1
+pluginhost_plugins{health="healthy",type="kv"} 1
+pluginhost_plugins{health="unhealthy",type="csi-controller"} 1
+pluginhost_plugins{health="unhealthy",type="csi-node"} 0
+pluginhost_plugins{health="unhealthy",type="kv"} 0
+`
+	if err := testutil.GatherAndCompare(m.Gatherer(), strings.NewReader(want), "pluginhost_plugins"); err != nil {
+		t.Fatal(err)
 	}
 	if v := testutil.ToFloat64(m.commitErrors); v != 1 {
 		t.Fatalf("commit errors %v", v)

@@ -5,7 +5,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/internal/reconcile"
 )
@@ -24,9 +23,9 @@ var (
 		[]string{"type", "event"}, nil)
 
 	descPlugins = prometheus.NewDesc(Namespace+"_plugins",
-		"Active plugin instances being fingerprinted, by plugin type and health (healthy, unhealthy).", []string{"type", "health"}, nil)
+		"Active plugin instances, by plugin type (csi-controller, csi-node, or a generic plugin's) and health (healthy, unhealthy).", []string{"type", "health"}, nil)
 	descPluginHealthy = prometheus.NewDesc(Namespace+"_plugin_healthy",
-		"1 when the plugin's active instance of this type passed its latest fingerprint, else 0.", []string{"type", "plugin"}, nil)
+		"1 when the plugin's active instance of this type passed its latest fingerprint (CSI) or health check, else 0.", []string{"type", "plugin"}, nil)
 )
 
 // collectorFunc adapts a describe and a collect function to a
@@ -60,35 +59,40 @@ func (m *Metrics) WatchRegistry(stats func() map[string]dynamic.TypeStats) error
 	})
 }
 
-// WatchPlugins reports the health of every plugin's active instances, as
-// the CSI manager's latest fingerprints have it. Types with no plugin
-// report zero healthy and unhealthy instances rather than nothing, once
-// listed in types.
-func (m *Metrics) WatchPlugins(types []string, plugins func() []*csi.PluginStatus) error {
+// PluginHealth is one active plugin instance's health as the agent last
+// saw it: a CSI plugin's latest fingerprint, any other plugin's latest
+// health check.
+type PluginHealth struct {
+	Type, Name string
+	Healthy    bool
+}
+
+// WatchPlugins reports the health of every plugin's active instances, of
+// every plugin type. Types with no plugin report zero healthy and
+// unhealthy instances rather than nothing, once types lists them.
+func (m *Metrics) WatchPlugins(types func() []string, plugins func() []PluginHealth) error {
 	return m.register("plugins", collectorFunc{
 		descs: []*prometheus.Desc{descPlugins, descPluginHealthy},
 		collect: func(ch chan<- prometheus.Metric) {
 			type count struct{ healthy, unhealthy int }
-			counts := make(map[string]*count, len(types))
-			for _, t := range types {
+			counts := map[string]*count{}
+			for _, t := range types() {
 				counts[t] = &count{}
 			}
 			for _, p := range plugins() {
-				for _, fp := range p.Allocations {
-					c := counts[fp.Type]
-					if c == nil {
-						c = &count{}
-						counts[fp.Type] = c
-					}
-					v := 0.0
-					if fp.Healthy {
-						c.healthy++
-						v = 1
-					} else {
-						c.unhealthy++
-					}
-					ch <- prometheus.MustNewConstMetric(descPluginHealthy, prometheus.GaugeValue, v, fp.Type, fp.PluginID)
+				c := counts[p.Type]
+				if c == nil {
+					c = &count{}
+					counts[p.Type] = c
 				}
+				v := 0.0
+				if p.Healthy {
+					c.healthy++
+					v = 1
+				} else {
+					c.unhealthy++
+				}
+				ch <- prometheus.MustNewConstMetric(descPluginHealthy, prometheus.GaugeValue, v, p.Type, p.Name)
 			}
 			for typ, c := range counts {
 				ch <- prometheus.MustNewConstMetric(descPlugins, prometheus.GaugeValue, float64(c.healthy), typ, "healthy")
