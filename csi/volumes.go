@@ -609,6 +609,12 @@ func (vm *VolumeManager) recordOutcome(out *Volume, gen uint64) error {
 	if err != nil {
 		return err
 	}
+	// Claims and the ControllerPublish state belong to the claim code, and
+	// requests change claims (Claim, Release) without a new generation:
+	// they are kept as they are now, never as the pass read them, or a
+	// claim made while a volume step was in flight would be lost.
+	out.Claims = cur.Claims
+	out.ControllerPublish, out.PublishContext, out.NodeID = cur.ControllerPublish, cur.PublishContext, cur.NodeID
 	if cur.Generation == gen {
 		return vm.commit(out, false)
 	}
