@@ -222,3 +222,35 @@ func TestClaimsTxCommitsWithCallersTransaction(t *testing.T) {
 		return c != nil && strings.HasPrefix(c.StateDescription, "waiting")
 	})
 }
+
+// A claim recorded while the volume's own step is in flight (here a slow
+// CreateVolume) survives that step's outcome: the pass read the record
+// before the claim, and must not write that older copy back.
+func TestClaimDuringVolumeStepSurvives(t *testing.T) {
+	t.Parallel()
+	p := startMockPlugin(t, "MOCKCSI_DELAY=CreateVolume:1s")
+	h := newVolHarness(t)
+	h.addPlugin(t, "mock", p.socket)
+	vm, log, _ := h.startVM(t, newMemVolumeStore())
+	if _, err := vm.Create(volSpec("sv", "mock", mib)); err != nil {
+		t.Fatal(err)
+	}
+	// mockcsi commits the volume before the delayed answer: once it lists
+	// it, the pass is waiting for that answer.
+	for deadline := time.Now().Add(10 * time.Second); p.volumes(t)["sv"] == nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("mockcsi never created the volume")
+		}
+		time.Sleep(5 * time.Millisecond) // another process's state: nothing to wait on
+	}
+	req := ClaimRequest{VolumeID: "sv", AllocID: "a1", JobID: "j", TaskGroup: "g",
+		AccessMode: "single-node-writer", AttachmentMode: "file-system"}
+	if err := vm.Claim([]ClaimRequest{req}); err != nil {
+		t.Fatal(err)
+	}
+	log.waitFor(t, "created", func(ch volChange) bool { return ch.V.ExternalID != "" })
+	v := settle(t, vm, "sv")
+	if v.State != StateReady || v.claim("a1") == nil {
+		t.Fatalf("after the create: state %s, claims %+v; want ready with a1's claim", v.State, v.Claims)
+	}
+}
