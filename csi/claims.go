@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -244,8 +245,16 @@ func (vm *VolumeManager) releaseEnded(id string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	return vm.releaseEndedOf(id, v.Claims)
+}
+
+// releaseEndedOf is releaseEnded of the claims as already read.
+func (vm *VolumeManager) releaseEndedOf(id string, claims []*Claim) (int, error) {
+	if vm.cfg.Allocs == nil {
+		return 0, nil
+	}
 	ended := map[string]bool{}
-	for _, c := range v.Claims {
+	for _, c := range claims {
 		if c.Desired == ClaimReleased {
 			continue
 		}
@@ -378,6 +387,10 @@ func (vm *VolumeManager) WaitMounted(ctx context.Context, volumeID, allocID stri
 // exist), then its claims'; a volume being removed has its claims
 // unwound first (only released ones can be left by then), then goes.
 func (vm *VolumeManager) reconcile(ctx context.Context, id string) (reconcile.Result, error) {
+	// The record is read once for the pass and handed down: whatever a
+	// request changes after this read queues the volume again (its Add
+	// during a pass asks for one more), and every write below re-reads
+	// the record under its lock.
 	v, err := vm.cfg.Store.Volume(id)
 	if errors.Is(err, ErrVolumeNotFound) {
 		vm.queue.Forget(id)
@@ -386,34 +399,37 @@ func (vm *VolumeManager) reconcile(ctx context.Context, id string) (reconcile.Re
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	claims := slices.Clone(v.Claims)
 	if v.Desired == DesiredPresent {
 		if !v.Settled() {
-			if res, err := vm.reconcileVolume(ctx, id); err != nil || res != (reconcile.Result{}) {
+			if res, err := vm.reconcileVolume(ctx, v); err != nil || res != (reconcile.Result{}) {
 				return res, err
 			}
 		}
-		return reconcile.Result{}, vm.reconcileClaims(ctx, id)
+		return reconcile.Result{}, vm.reconcileClaims(ctx, id, claims)
 	}
-	if err := vm.reconcileClaims(ctx, id); err != nil {
-		return reconcile.Result{}, err
+	if len(claims) > 0 {
+		if err := vm.reconcileClaims(ctx, id, claims); err != nil {
+			return reconcile.Result{}, err
+		}
+		if v, err = vm.cfg.Store.Volume(id); err != nil || len(v.Claims) > 0 {
+			return reconcile.Result{}, err // waiting for a plugin; PluginChanged queues it
+		}
 	}
-	if v, err = vm.cfg.Store.Volume(id); err != nil || len(v.Claims) > 0 {
-		return reconcile.Result{}, err // waiting for a plugin; PluginChanged queues it
-	}
-	return vm.reconcileVolume(ctx, id)
+	return vm.reconcileVolume(ctx, v)
 }
 
-// reconcileClaims works on every claim of the volume that has work, releases
-// first (they free what mounts may wait for), one durable step at a time.
-func (vm *VolumeManager) reconcileClaims(ctx context.Context, id string) error {
-	if _, err := vm.releaseEnded(id); err != nil {
+// reconcileClaims works on every claim of the volume that has work (claims,
+// as the pass read them), releases first (they free what mounts may wait
+// for), one durable step at a time.
+func (vm *VolumeManager) reconcileClaims(ctx context.Context, id string, claims []*Claim) error {
+	if len(claims) == 0 {
+		return nil
+	}
+	if _, err := vm.releaseEndedOf(id, claims); err != nil {
 		return err
 	}
-	v, err := vm.cfg.Store.Volume(id)
-	if err != nil {
-		return err
-	}
-	order := slices.Clone(v.Claims)
+	order := slices.Clone(claims)
 	slices.SortStableFunc(order, func(a, b *Claim) int {
 		return cmp.Compare(claimRank(a), claimRank(b))
 	})
@@ -441,14 +457,18 @@ func claimRank(c *Claim) int {
 const maxClaimSteps = 10
 
 // workClaim takes the claim's steps until it is settled, must wait, or a
-// step fails. Each step reads the record afresh and records its outcome
-// before the next.
+// step fails. Each step works from the record as its predecessor left it
+// (read under the record's lock when the outcome was recorded), and records
+// its outcome before the next.
 func (vm *VolumeManager) workClaim(ctx context.Context, id, allocID string) error {
+	v, err := vm.cfg.Store.Volume(id)
+	if errors.Is(err, ErrVolumeNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
 	for range maxClaimSteps {
-		v, err := vm.cfg.Store.Volume(id)
-		if err != nil {
-			return err
-		}
 		c := v.claim(allocID)
 		if c == nil || c.settled() {
 			return nil
@@ -462,15 +482,17 @@ func (vm *VolumeManager) workClaim(ctx context.Context, id, allocID string) erro
 		if st.err != nil && ctx.Err() != nil {
 			return ctx.Err() // stopping: the step is redone at the next start
 		}
-		if err := vm.recordClaimStep(id, allocID, st); err != nil {
+		next, err := vm.recordClaimStep(id, allocID, st)
+		if err != nil {
 			return err
 		}
 		switch {
 		case st.err != nil && !permanent(st.err):
 			return fmt.Errorf("volume %q, allocation %s: %s: %w", id, allocID, st.name, st.err)
-		case st.err != nil, st.wait != "", st.removed:
+		case st.err != nil, st.wait != "", st.removed, next == nil:
 			return nil
 		}
+		v = next
 	}
 	return fmt.Errorf("volume %q, allocation %s: claim did not settle in %d steps", id, allocID, maxClaimSteps)
 }
@@ -496,19 +518,21 @@ type claimStep struct {
 
 // recordClaimStep writes a step's outcome into the current record: the
 // progress is a fact about what the plugin did, so it is kept whatever
-// request came meanwhile (a release only changes Desired).
-func (vm *VolumeManager) recordClaimStep(id, allocID string, st claimStep) error {
+// request came meanwhile (a release only changes Desired). It returns the
+// record as it now stands (nil when the volume or the claim is gone), which
+// the caller owns.
+func (vm *VolumeManager) recordClaimStep(id, allocID string, st claimStep) (*Volume, error) {
 	defer vm.recMu.lock(id)()
 	v, err := vm.cfg.Store.Volume(id)
 	if errors.Is(err, ErrVolumeNotFound) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c := v.claim(allocID)
 	if c == nil {
-		return nil
+		return nil, nil
 	}
 	now := time.Now()
 	if st.setPublish {
@@ -530,7 +554,7 @@ func (vm *VolumeManager) recordClaimStep(id, allocID string, st claimStep) error
 		}
 	case st.wait != "":
 		if c.StateDescription == st.wait && !st.setPublish {
-			return nil // nothing new to record
+			return v, nil // nothing new to record
 		}
 		c.StateDescription = st.wait
 	default:
@@ -540,7 +564,10 @@ func (vm *VolumeManager) recordClaimStep(id, allocID string, st claimStep) error
 		}
 	}
 	c.ModifyTime, v.ModifyTime = now, now
-	return vm.commit(v, false)
+	if err := vm.commit(v, false); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // others returns the volume's claims other than c.
@@ -565,4 +592,88 @@ func removeEmpty(dir, stop string) {
 		}
 		dir = filepath.Dir(dir)
 	}
+}
+
+// VolumeTx is a write transaction of the store that holds the volume
+// records, shared with records of the caller's: the agent records a new
+// allocation's claims in the transaction that records the allocation, so
+// that one commit makes both durable.
+type VolumeTx interface {
+	// Volume returns one record as the transaction sees it,
+	// ErrVolumeNotFound if there is none.
+	Volume(id string) (*Volume, error)
+	// PutVolume inserts or replaces a record in the transaction.
+	PutVolume(v *Volume) error
+}
+
+// ClaimsTx records claims inside a caller's transaction (VolumeTx). It
+// holds the record locks of its volumes from BeginClaims to End, so no
+// request or pass writes those records between the transaction's read and
+// its commit; the caller must therefore not wait, inside it, for anything
+// that writes a volume record.
+type ClaimsTx struct {
+	vm      *VolumeManager
+	unlocks []func()
+	written map[string]*Volume
+	now     time.Time
+}
+
+// BeginClaims locks the records of the volumes that claims in the coming
+// transaction may name (in ID order, so two callers never deadlock). End
+// must follow.
+func (vm *VolumeManager) BeginClaims(volumeIDs []string) *ClaimsTx {
+	ids := slices.Clone(volumeIDs)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	ct := &ClaimsTx{vm: vm, written: map[string]*Volume{}, now: time.Now()}
+	for _, id := range ids {
+		ct.unlocks = append(ct.unlocks, vm.recMu.lock(id))
+	}
+	return ct
+}
+
+// Claim records the requests' claims in tx, as Claim does, except that a
+// claim that cannot be recorded now (the volume is gone or being removed)
+// is left out rather than failing the transaction: the allocation's volume
+// hook claims again, and fails the allocation with the reason. Only
+// volumes passed to BeginClaims may be named.
+func (ct *ClaimsTx) Claim(tx VolumeTx, reqs []ClaimRequest) error {
+	for _, r := range reqs {
+		v, err := tx.Volume(r.VolumeID)
+		if errors.Is(err, ErrVolumeNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("claiming volume %q for allocation %s: %w", r.VolumeID, r.AllocID, err)
+		}
+		if v.claim(r.AllocID) != nil || v.Desired != DesiredPresent {
+			continue
+		}
+		v.Claims = append(v.Claims, newClaim(v, r, ct.now))
+		slices.SortFunc(v.Claims, func(a, b *Claim) int { return cmp.Compare(a.AllocID, b.AllocID) })
+		v.ModifyTime = ct.now
+		if err := tx.PutVolume(v); err != nil {
+			return fmt.Errorf("claiming volume %q for allocation %s: %w", r.VolumeID, r.AllocID, err)
+		}
+		ct.written[v.ID] = v
+	}
+	return nil
+}
+
+// End releases the record locks. With committed (the transaction is
+// durable) the claimed volumes are announced and queued, as Claim does;
+// without, what Claim wrote is forgotten with the rolled-back transaction.
+func (ct *ClaimsTx) End(committed bool) {
+	if committed {
+		ids := slices.Sorted(maps.Keys(ct.written))
+		for _, id := range ids {
+			ct.vm.changedVolume(ct.written[id], false)
+			ct.vm.queue.Add(id)
+		}
+	}
+	ct.written = nil
+	for i := len(ct.unlocks) - 1; i >= 0; i-- {
+		ct.unlocks[i]()
+	}
+	ct.unlocks = nil
 }

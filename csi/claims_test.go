@@ -129,3 +129,128 @@ func TestClaimReleasedWhenAllocGone(t *testing.T) {
 		t.Fatalf("delete after the release: %v", err)
 	}
 }
+
+// stagedTx is a VolumeTx whose writes reach the store only at commit, as
+// a bbolt transaction's do.
+type stagedTx struct {
+	store  *memVolumeStore
+	staged map[string]*Volume
+}
+
+func (tx *stagedTx) Volume(id string) (*Volume, error) {
+	if v, ok := tx.staged[id]; ok {
+		return v.Clone(), nil
+	}
+	return tx.store.Volume(id)
+}
+
+func (tx *stagedTx) PutVolume(v *Volume) error {
+	tx.staged[v.ID] = v.Clone()
+	return nil
+}
+
+func (tx *stagedTx) commit(t *testing.T) {
+	for _, v := range tx.staged {
+		if err := tx.store.PutVolume(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Claims made in a caller's transaction are announced and worked on only
+// when it commits; a rolled-back one leaves no trace; a volume that is
+// gone is left out rather than failing the transaction; and the record
+// stays locked until End, so a request waits for the commit and sees the
+// claim.
+func TestClaimsTxCommitsWithCallersTransaction(t *testing.T) {
+	t.Parallel()
+	h := newVolHarness(t)
+	store := newMemVolumeStore()
+	vm, log, _ := h.startVM(t, store)
+	if _, err := vm.Create(volSpec("tv", "absent", mib)); err != nil {
+		t.Fatal(err)
+	}
+	req := func(vol, alloc string) ClaimRequest {
+		return ClaimRequest{VolumeID: vol, AllocID: alloc, JobID: "j", TaskGroup: "g",
+			AccessMode: "single-node-writer", AttachmentMode: "file-system"}
+	}
+
+	ct := vm.BeginClaims([]string{"tv", "gone"})
+	tx := &stagedTx{store: store, staged: map[string]*Volume{}}
+	if err := ct.Claim(tx, []ClaimRequest{req("tv", "rolled-back"), req("gone", "rolled-back")}); err != nil {
+		t.Fatal(err)
+	}
+	ct.End(false)
+	if v, _ := store.Volume("tv"); len(v.Claims) != 0 {
+		t.Fatalf("a rolled-back claim is in the store: %+v", v.Claims)
+	}
+
+	ct = vm.BeginClaims([]string{"gone", "tv", "tv"})
+	tx = &stagedTx{store: store, staged: map[string]*Volume{}}
+	if err := ct.Claim(tx, []ClaimRequest{req("tv", "a1"), req("gone", "a1"), req("tv", "a1")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tx.staged["gone"]; ok {
+		t.Fatal("a claim on a volume that does not exist was written")
+	}
+	deleted := make(chan error, 1)
+	go func() {
+		_, err := vm.Delete("tv")
+		deleted <- err
+	}()
+	tx.commit(t)
+	ct.End(true)
+	if err := <-deleted; err == nil || !strings.Contains(err.Error(), "in use by allocation a1") {
+		t.Fatalf("delete during the claim's transaction: %v; want it refused, naming a1", err)
+	}
+	v, err := store.Volume("tv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Claims) != 1 || v.Claims[0].AllocID != "a1" || v.Claims[0].State != ClaimPending {
+		t.Fatalf("claims after the commit: %+v; want a1 pending", v.Claims)
+	}
+	log.waitFor(t, "claim announced", func(ch volChange) bool { return ch.V.claim("a1") != nil })
+	for _, ch := range log.of("tv") {
+		if ch.V.claim("rolled-back") != nil {
+			t.Fatal("a rolled-back claim was announced")
+		}
+	}
+	// Queued: the pass records what the claim waits for.
+	log.waitFor(t, "claim worked on", func(ch volChange) bool {
+		c := ch.V.claim("a1")
+		return c != nil && strings.HasPrefix(c.StateDescription, "waiting")
+	})
+}
+
+// A claim recorded while the volume's own step is in flight (here a slow
+// CreateVolume) survives that step's outcome: the pass read the record
+// before the claim, and must not write that older copy back.
+func TestClaimDuringVolumeStepSurvives(t *testing.T) {
+	t.Parallel()
+	p := startMockPlugin(t, "MOCKCSI_DELAY=CreateVolume:1s")
+	h := newVolHarness(t)
+	h.addPlugin(t, "mock", p.socket)
+	vm, log, _ := h.startVM(t, newMemVolumeStore())
+	if _, err := vm.Create(volSpec("sv", "mock", mib)); err != nil {
+		t.Fatal(err)
+	}
+	// mockcsi commits the volume before the delayed answer: once it lists
+	// it, the pass is waiting for that answer.
+	for deadline := time.Now().Add(10 * time.Second); p.volumes(t)["sv"] == nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("mockcsi never created the volume")
+		}
+		time.Sleep(5 * time.Millisecond) // another process's state: nothing to wait on
+	}
+	req := ClaimRequest{VolumeID: "sv", AllocID: "a1", JobID: "j", TaskGroup: "g",
+		AccessMode: "single-node-writer", AttachmentMode: "file-system"}
+	if err := vm.Claim([]ClaimRequest{req}); err != nil {
+		t.Fatal(err)
+	}
+	log.waitFor(t, "created", func(ch volChange) bool { return ch.V.ExternalID != "" })
+	v := settle(t, vm, "sv")
+	if v.State != StateReady || v.claim("a1") == nil {
+		t.Fatalf("after the create: state %s, claims %+v; want ready with a1's claim", v.State, v.Claims)
+	}
+}

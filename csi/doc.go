@@ -134,7 +134,14 @@
 //     record's Generation, and a pass records its progress only if the
 //     generation it read is still current (the plugin's facts, such as a
 //     new external ID, are kept either way). A delete that arrives while a
-//     create is in flight therefore deletes what the create made.
+//     create is in flight therefore deletes what the create made. Claims
+//     change without a new generation, so a volume step's outcome takes
+//     them (and the ControllerPublish state) from the record as it is when
+//     the outcome is written, never from the pass's copy.
+//   - A pass reads the record once and hands it down; each claim step
+//     works from the record its predecessor wrote (read under the lock).
+//     Whatever a request changes after those reads queues the volume
+//     again, so reading more often would only cost JSON decodes.
 //   - A created volume to delete whose external ID was never recorded (the
 //     agent died, or gave up on the answer, after CreateVolume reached the
 //     plugin) is asked for again by name (CreateVolume is idempotent) and
@@ -153,7 +160,11 @@
 // unstage racing a publish, Nomad #20424). CheckClaims decides whether
 // requests can be granted (the volume exists, offers the mode, the access
 // mode allows another writer) without writing; Claim records claims
-// idempotently; Release marks an allocation's claims released; the
+// idempotently; ClaimsTx records them inside a transaction of the caller's
+// (VolumeTx: the agent's allocation records and its volume records share
+// one bbolt file, so a new allocation and its claims commit together, one
+// fsync pair instead of two), holding the records' locks from BeginClaims
+// to End; Release marks an allocation's claims released; the
 // reconciler also releases, at every pass and at Start, the claims of
 // allocations that AllocSource says ended or are gone.
 //

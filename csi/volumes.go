@@ -413,17 +413,9 @@ func (vm *VolumeManager) QueueStatus(id string) reconcile.Status { return vm.que
 func (vm *VolumeManager) QueueStats() reconcile.Stats { return vm.queue.Stats() }
 
 // reconcileVolume takes the next step of the volume's own work (create,
-// expand, validate, delete, forget); claims.go calls it. See doc.go,
-// "Volumes".
-func (vm *VolumeManager) reconcileVolume(ctx context.Context, id string) (reconcile.Result, error) {
-	v, err := vm.cfg.Store.Volume(id)
-	if errors.Is(err, ErrVolumeNotFound) {
-		vm.queue.Forget(id)
-		return reconcile.Result{}, nil
-	}
-	if err != nil {
-		return reconcile.Result{}, err
-	}
+// expand, validate, delete, forget) from v, the record as the pass read it,
+// which it changes; claims.go calls it. See doc.go, "Volumes".
+func (vm *VolumeManager) reconcileVolume(ctx context.Context, v *Volume) (reconcile.Result, error) {
 	if v.Settled() {
 		return reconcile.Result{}, nil
 	}
@@ -617,6 +609,12 @@ func (vm *VolumeManager) recordOutcome(out *Volume, gen uint64) error {
 	if err != nil {
 		return err
 	}
+	// Claims and the ControllerPublish state belong to the claim code, and
+	// requests change claims (Claim, Release) without a new generation:
+	// they are kept as they are now, never as the pass read them, or a
+	// claim made while a volume step was in flight would be lost.
+	out.Claims = cur.Claims
+	out.ControllerPublish, out.PublishContext, out.NodeID = cur.ControllerPublish, cur.PublishContext, cur.NodeID
 	if cur.Generation == gen {
 		return vm.commit(out, false)
 	}

@@ -70,6 +70,10 @@ func (a *Agent) submitLocked(job *jobspec.Job) (*api.JobRegisterResponse, error)
 		res     *state.SubmitResult
 		runners []*taskrunner.AllocRunner
 	)
+	// The new allocations' volume claims commit with them (see
+	// claimAllocs): the volume records' locks are taken first, as every
+	// writer of a volume record does before the store's.
+	claims := a.volumes.BeginClaims(jobVolumeIDs(job))
 	err := a.db.Update(func(tx *state.Tx) error {
 		var err error
 		runners = nil
@@ -89,14 +93,14 @@ func (a *Agent) submitLocked(job *jobspec.Job) (*api.JobRegisterResponse, error)
 				runners = append(runners, ar)
 			}
 		}
-		return nil
+		return a.claimAllocs(tx, claims, job, runners)
 	})
+	claims.End(err == nil)
 	if err != nil {
 		return nil, fmt.Errorf("recording job %q: %w", job.ID, err)
 	}
 	resp.Version = res.Job.Version
 	resp.Warnings = JobWarnings(job)
-	a.claimAllocs(job, runners)
 	for _, ar := range runners {
 		ar.Recorded()
 		a.track(&allocEntry{runner: ar, jobID: job.ID})

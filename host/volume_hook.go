@@ -11,6 +11,7 @@ import (
 	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/mountns"
+	"github.com/pluginhost/pluginhost/host/state"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
 
@@ -91,20 +92,39 @@ func (a *Agent) allocJob(allocID string) string {
 	return ""
 }
 
-// claimAllocs records the claims of freshly recorded allocations, so that
-// the next submission's checkClaims sees them; the volume hook makes them
-// again (idempotently) should the agent die before this.
-func (a *Agent) claimAllocs(job *jobspec.Job, runners []*taskrunner.AllocRunner) {
+// claimAllocs records the claims of freshly prepared allocations in the
+// transaction that records them, so that the next submission's checkClaims
+// sees them and the volume reconciler starts on them without a commit of
+// their own; the volume hook makes them again (idempotently), and is the
+// one that fails an allocation whose claim cannot be made.
+func (a *Agent) claimAllocs(tx *state.Tx, claims *csi.ClaimsTx, job *jobspec.Job, runners []*taskrunner.AllocRunner) error {
 	for _, ar := range runners {
 		snap := ar.State().Alloc
 		g := groupOf(job, snap.TaskGroup)
 		if g == nil || len(g.Volumes) == 0 {
 			continue
 		}
-		if err := a.volumes.Claim(claimRequests(job, g, ar.ID(), snap.Index)); err != nil {
-			a.logger.Warn("recording volume claims", "alloc_id", ar.ID(), "error", err)
+		if err := claims.Claim(tx, claimRequests(job, g, ar.ID(), snap.Index)); err != nil {
+			return fmt.Errorf("allocation %s: %w", ar.ID(), err)
 		}
 	}
+	return nil
+}
+
+// jobVolumeIDs are the volumes the job's allocations claim.
+func jobVolumeIDs(job *jobspec.Job) []string {
+	var out []string
+	for _, g := range job.TaskGroups {
+		for _, vr := range g.Volumes {
+			for i := 0; i < g.Count; i++ {
+				out = append(out, volumeSource(vr, i))
+				if !vr.PerAlloc {
+					break
+				}
+			}
+		}
+	}
+	return out
 }
 
 // AllocEnded implements csi.AllocSource from the state store.

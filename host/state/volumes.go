@@ -37,21 +37,28 @@ func (db *DB) DeleteVolume(id string) error {
 
 // Volume implements csi.VolumeStore.
 func (db *DB) Volume(id string) (*csi.Volume, error) {
-	v := new(csi.Volume)
+	var v *csi.Volume
 	err := db.view("read volume "+id, func(tx *bbolt.Tx) error {
-		found, err := getJSON(tx.Bucket([]byte(bucketVolumes)), []byte(id), v)
-		switch {
-		case err != nil:
-			return fmt.Errorf("volume %s: %w", id, err)
-		case !found:
-			return fmt.Errorf("volume %q: %w", id, csi.ErrVolumeNotFound)
-		case v.ID != id:
-			return fmt.Errorf("%w: volume record %s holds volume %q", ErrCorrupt, id, v.ID)
-		}
-		return nil
+		var err error
+		v, err = readVolume(tx, id)
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return v, nil
+}
+
+func readVolume(tx *bbolt.Tx, id string) (*csi.Volume, error) {
+	v := new(csi.Volume)
+	found, err := getJSON(tx.Bucket([]byte(bucketVolumes)), []byte(id), v)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("volume %s: %w", id, err)
+	case !found:
+		return nil, fmt.Errorf("volume %q: %w", id, csi.ErrVolumeNotFound)
+	case v.ID != id:
+		return nil, fmt.Errorf("%w: volume record %s holds volume %q", ErrCorrupt, id, v.ID)
 	}
 	return v, nil
 }
@@ -81,4 +88,25 @@ func readVolumes(tx *bbolt.Tx) ([]*csi.Volume, error) {
 		return nil
 	})
 	return out, err
+}
+
+var _ csi.VolumeTx = (*Tx)(nil)
+
+// Volume implements csi.VolumeTx: a volume record as this transaction
+// sees it.
+func (t *Tx) Volume(id string) (*csi.Volume, error) { return readVolume(t.tx, id) }
+
+// PutVolume implements csi.VolumeTx: the record commits with the rest of
+// the transaction.
+func (t *Tx) PutVolume(v *csi.Volume) error {
+	if v == nil {
+		return fmt.Errorf("put volume: nil volume")
+	}
+	if err := checkName("volume ID", v.ID); err != nil {
+		return fmt.Errorf("put volume: %w", err)
+	}
+	if err := putJSON(t.tx.Bucket([]byte(bucketVolumes)), []byte(v.ID), v); err != nil {
+		return fmt.Errorf("put volume %s: %w", v.ID, err)
+	}
+	return nil
 }
