@@ -163,21 +163,7 @@ func BenchmarkAgentRestartVolumes(b *testing.B) {
 	group := fmt.Sprintf("    count = %d\n", restartVolumes) + volumeBlock("data", "rv", "single-node-writer", false)
 	group = strings.Replace(group, "read_only", "per_alloc = true\n      read_only", 1)
 	a.runJob("many", jobHCL("many", group, tk))
-	allRunning := func(a *agentProc) func(context.Context) (bool, error) {
-		return func(ctx context.Context) (bool, error) {
-			stubs, err := a.client.JobAllocations(ctx, "many")
-			if err != nil {
-				return false, err
-			}
-			n := 0
-			for _, s := range stubs {
-				if ts := s.TaskStates["t"]; s.ClientStatus == api.AllocClientStatusRunning && ts != nil && ts.State == api.TaskStateRunning {
-					n++
-				}
-			}
-			return n == restartVolumes, nil
-		}
-	}
+	allRunning := jobRunning("many", "t", restartVolumes)
 	a.mustWait("all running", 5*time.Minute, allRunning(a), api.TopicAllocation)
 	before := p.calls(b, nil)
 	restartLoop(b, e, a, m, restartVolumes, "tasks running", api.TopicAllocation, allRunning, func(a *agentProc) {

@@ -123,21 +123,7 @@ func BenchmarkAgentRestart(b *testing.B) {
 	a := e.start()
 	m := e.markerFor("many")
 	a.runJob("many", jobHCL("many", fmt.Sprintf("    count = %d", restartTasks), shTask("t", m, sleeper)))
-	allRunning := func(a *agentProc) func(context.Context) (bool, error) {
-		return func(ctx context.Context) (bool, error) {
-			stubs, err := a.client.JobAllocations(ctx, "many")
-			if err != nil {
-				return false, err
-			}
-			n := 0
-			for _, s := range stubs {
-				if ts := s.TaskStates["t"]; s.ClientStatus == api.AllocClientStatusRunning && ts != nil && ts.State == api.TaskStateRunning {
-					n++
-				}
-			}
-			return n == restartTasks, nil
-		}
-	}
+	allRunning := jobRunning("many", "t", restartTasks)
 	var rss int64
 	restartLoop(b, e, a, m, restartTasks, "tasks running", api.TopicAllocation, allRunning, func(a *agentProc) {
 		rss = vmRSS(b, a.pid())
@@ -145,6 +131,26 @@ func BenchmarkAgentRestart(b *testing.B) {
 	b.ReportMetric(float64(rss-baseRSS)/restartTasks, "KiB-rss/task")
 	b.ReportMetric(float64(rss), "KiB-rss")
 	b.ReportMetric(float64(baseRSS), "KiB-rss-idle")
+}
+
+// jobRunning is the condition, for restartLoop, that n allocations of job
+// run with their task t running.
+func jobRunning(job, task string, n int) func(a *agentProc) func(context.Context) (bool, error) {
+	return func(a *agentProc) func(context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			stubs, err := a.client.JobAllocations(ctx, job)
+			if err != nil {
+				return false, err
+			}
+			running := 0
+			for _, s := range stubs {
+				if ts := s.TaskStates[task]; s.ClientStatus == api.AllocClientStatusRunning && ts != nil && ts.State == api.TaskStateRunning {
+					running++
+				}
+			}
+			return running == n, nil
+		}
+	}
 }
 
 // restartLoop waits until ready holds for the agent a, notes the n
