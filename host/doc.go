@@ -53,10 +53,12 @@
 // volume's key. Claims (volume_hook.go): submit checks every claim of the
 // new version (csi.VolumeManager.CheckClaims, the job's own older
 // allocations not counting) before it records anything, and records the
-// claims of the allocations it created right after their commit, under
-// jobMu, so the next submission sees them. Each allocation with volumes
-// gets the volume hook: its prerun makes its claims (idempotently: an agent
-// killed before submit recorded them does it here), waits, bounded by
+// claims of the allocations it creates in the very transaction that records
+// them (csi.ClaimsTx over state.Tx, with the volume records' locks taken
+// first), under jobMu, so the next submission sees them and a crash leaves
+// both or neither. Each allocation with volumes gets the volume hook: its
+// prerun makes its claims (idempotently: a claim submit could not record,
+// the volume being removed meanwhile, fails here with the reason), waits, bounded by
 // csi.volume_mount_timeout, until each is published, and hands every task
 // its bind mounts; its postrun releases the claims once every task is dead.
 // The state store answers csi.AllocSource (AllocEnded), so the reconciler
