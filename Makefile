@@ -73,7 +73,7 @@ ROUNDS    ?= 100
 KEEPGOING ?= true
 
 chaos: build
-	PLUGINHOST_TEST_BIN_DIR=$(BIN) $(GO) test ./e2e -run '^TestChaos$$' -count=1 -v -timeout 3h \
+	PLUGINHOST_TEST_BIN_DIR=$(BIN) $(GO) test ./e2e -run '^(TestChaos|TestVolumeClaimChaos)$$' -count=1 -v -timeout 3h \
 		-chaos.seed=$(SEED) -chaos.rounds=$(ROUNDS) -chaos.keepgoing=$(KEEPGOING)
 
 clean:
