@@ -53,7 +53,13 @@ func startResolverEnv(tb testing.TB) *resolverEnv {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
+	tb.Cleanup(func() {
+		// The agent keeps its CSI mount root a shared bind mount.
+		if err := DetachMounts(dir); err != nil {
+			tb.Error(err)
+		}
+		_ = os.RemoveAll(dir)
+	})
 	cfg := config.Dev()
 	cfg.DataDir = filepath.Join(dir, "d")
 	cfg.Addr = "unix://" + filepath.Join(dir, "api.sock")
