@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/pluginhost/pluginhost/dynamic"
 )
@@ -77,6 +80,7 @@ func TestClaimReleasedWhenAllocGone(t *testing.T) {
 	h.allocs = allocs
 	h.addPlugin(t, "mock", p.socket)
 	base := t.TempDir()
+	t.Cleanup(func() { unmountBelow(t, base) }) // whatever a failure left mounted
 	h.addNode(t, "mock", p.socket, base)
 	store := newMemVolumeStore()
 	vm, _, stop := h.startVM(t, store)
@@ -252,5 +256,26 @@ func TestClaimDuringVolumeStepSurvives(t *testing.T) {
 	v := settle(t, vm, "sv")
 	if v.State != StateReady || v.claim("a1") == nil {
 		t.Fatalf("after the create: state %s, claims %+v; want ready with a1's claim", v.State, v.Claims)
+	}
+}
+
+// unmountBelow detaches every mount below dir, deepest first.
+func unmountBelow(t *testing.T, dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	var mps []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			mps = append(mps, f[4])
+		}
+	}
+	slices.SortFunc(mps, func(a, b string) int { return len(b) - len(a) })
+	for _, mp := range mps {
+		if err := unix.Unmount(mp, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", mp, err)
+		}
 	}
 }
