@@ -2,8 +2,10 @@ package volumespec
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/pluginhost/pluginhost/host/jobspec"
@@ -105,5 +107,32 @@ func TestExamples(t *testing.T) {
 	// otherwise (or read from stdin) would be.
 	if _, err := Parse([]byte(ExampleJSON), "volume"); err != nil {
 		t.Errorf("ExampleJSON without a .json name: %v", err)
+	}
+}
+
+// The volume files under examples/volumes are documentation: each must be
+// a valid create request for the demo's plugin, and the job that uses one
+// (examples/volume-job.hcl) must name it.
+func TestExampleVolumeFiles(t *testing.T) {
+	files, err := filepath.Glob("../../examples/volumes/*.hcl")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example volume files: %v", err)
+	}
+	for _, f := range files {
+		v, err := ParseFileFor(f, OpCreate)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if v.PluginID != "mockcsi" {
+			t.Errorf("%s: plugin_id %q, want the demo's mockcsi", f, v.PluginID)
+		}
+	}
+	job, err := os.ReadFile("../../examples/volume-job.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(job), `source          = "data"`) {
+		t.Error("examples/volume-job.hcl does not claim examples/volumes/data.hcl's volume")
 	}
 }
