@@ -294,24 +294,16 @@ func (vm *VolumeManager) DeregisterForce(id string) (*Volume, error) {
 // WaitReleased waits until no released claim of the volume is left (each
 // was unwound and forgotten) and returns the record.
 func (vm *VolumeManager) WaitReleased(ctx context.Context, id string) (*Volume, error) {
-	for {
-		vm.mu.Lock()
-		changed := vm.changed
-		vm.mu.Unlock()
-		v, err := vm.cfg.Store.Volume(id)
+	v, err := vm.waitRecord(ctx, id, func(v *Volume, err error) (bool, error) {
 		if err != nil {
-			return nil, err
+			return true, err
 		}
-		left := slices.ContainsFunc(v.Claims, func(c *Claim) bool { return c.Desired == ClaimReleased })
-		if !left {
-			return v, nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return v, fmt.Errorf("volume %q: claims still being released: %w", id, ctx.Err())
-		}
+		return !slices.ContainsFunc(v.Claims, func(c *Claim) bool { return c.Desired == ClaimReleased }), nil
+	})
+	if err != nil && errors.Is(err, ctx.Err()) {
+		return v, fmt.Errorf("volume %q: claims still being released: %w", id, err)
 	}
+	return v, err
 }
 
 // liveClaims returns the claims of v that are not released, for errors
@@ -346,33 +338,31 @@ var ErrClaimFailed = errors.New("volume claim failed")
 // published and returns it; it fails when the claim failed, was released
 // or is gone, and when ctx ends (with what the claim was waiting for).
 func (vm *VolumeManager) WaitMounted(ctx context.Context, volumeID, allocID string) (*Claim, error) {
-	for {
-		vm.mu.Lock()
-		changed := vm.changed
-		vm.mu.Unlock()
-		v, err := vm.cfg.Store.Volume(volumeID)
+	var c *Claim
+	_, err := vm.waitRecord(ctx, volumeID, func(v *Volume, err error) (bool, error) {
 		if err != nil {
-			return nil, err
+			return true, err
 		}
-		c := v.claim(allocID)
+		c = v.claim(allocID)
 		switch {
 		case c == nil:
-			return nil, fmt.Errorf("volume %q: allocation %s has no claim: %w", volumeID, allocID, ErrClaimFailed)
-		case c.Mounted():
-			return c, nil
+			return true, fmt.Errorf("volume %q: allocation %s has no claim: %w", volumeID, allocID, ErrClaimFailed)
 		case c.Failed:
-			return nil, fmt.Errorf("volume %q: %s: %s: %w", volumeID, c.StateDescription, c.LastError, ErrClaimFailed)
+			return true, fmt.Errorf("volume %q: %s: %s: %w", volumeID, c.StateDescription, c.LastError, ErrClaimFailed)
 		case c.Desired == ClaimReleased:
-			return nil, fmt.Errorf("volume %q: the claim was released: %w", volumeID, ErrClaimFailed)
+			return true, fmt.Errorf("volume %q: the claim was released: %w", volumeID, ErrClaimFailed)
 		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			why := c.StateDescription
-			if c.LastError != "" {
-				why += " (last error: " + c.LastError + ")"
-			}
-			return nil, fmt.Errorf("volume %q not mounted: %s: %w", volumeID, why, ctx.Err())
+		return c.Mounted(), nil
+	})
+	switch {
+	case err != nil && errors.Is(err, ctx.Err()):
+		why := c.StateDescription
+		if c.LastError != "" {
+			why += " (last error: " + c.LastError + ")"
 		}
+		return nil, fmt.Errorf("volume %q not mounted: %s: %w", volumeID, why, err)
+	case err != nil:
+		return nil, err
 	}
+	return c, nil
 }

@@ -384,24 +384,36 @@ func (vm *VolumeManager) changedVolume(v *Volume, deleted bool) {
 // WaitSettled waits until the volume is settled (ready or failed) or gone,
 // woken by its record's changes. It returns the record (nil when gone).
 func (vm *VolumeManager) WaitSettled(ctx context.Context, id string) (*Volume, error) {
+	v, err := vm.waitRecord(ctx, id, func(v *Volume, err error) (bool, error) {
+		if errors.Is(err, ErrVolumeNotFound) {
+			return true, nil
+		}
+		return err != nil || v.Settled(), err
+	})
+	if err != nil && errors.Is(err, ctx.Err()) {
+		return v, fmt.Errorf("waiting for volume %q: %w", id, err)
+	}
+	return v, err
+}
+
+// waitRecord reads volume id, and again after every change of any record,
+// until check says the wait is over; check gets what the store answered
+// (nil and ErrVolumeNotFound for a volume that is gone) and returns its
+// own error. When ctx ends first it returns the last record read and
+// ctx.Err() itself, for the caller to say what it waited for.
+func (vm *VolumeManager) waitRecord(ctx context.Context, id string, check func(v *Volume, err error) (bool, error)) (*Volume, error) {
 	for {
 		vm.mu.Lock()
 		changed := vm.changed
 		vm.mu.Unlock()
 		v, err := vm.cfg.Store.Volume(id)
-		if errors.Is(err, ErrVolumeNotFound) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if v.Settled() {
-			return v, nil
+		if done, err := check(v, err); done || err != nil {
+			return v, err
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return v, fmt.Errorf("waiting for volume %q: %w", id, ctx.Err())
+			return v, ctx.Err()
 		}
 	}
 }
