@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/pluginhost/pluginhost/dynamic"
+	"github.com/pluginhost/pluginhost/internal/mountinfo"
 )
 
 // fakeAllocs is an AllocSource whose ended allocations the test names.
@@ -59,11 +57,11 @@ func (h *volHarness) addNode(t *testing.T, name, socket, stagingDir string) {
 
 func isMountpoint(t *testing.T, path string) bool {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	ok, err := mountinfo.IsMountPoint(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.Contains(string(b), " "+path+" ")
+	return ok
 }
 
 // A claim is mounted in recorded steps, refuses a second writer, and is
@@ -80,7 +78,11 @@ func TestClaimReleasedWhenAllocGone(t *testing.T) {
 	h.allocs = allocs
 	h.addPlugin(t, "mock", p.socket)
 	base := t.TempDir()
-	t.Cleanup(func() { unmountBelow(t, base) }) // whatever a failure left mounted
+	t.Cleanup(func() { // whatever a failure left mounted
+		if err := mountinfo.DetachUnder(base); err != nil {
+			t.Error(err)
+		}
+	})
 	h.addNode(t, "mock", p.socket, base)
 	store := newMemVolumeStore()
 	vm, _, stop := h.startVM(t, store)
@@ -256,26 +258,5 @@ func TestClaimDuringVolumeStepSurvives(t *testing.T) {
 	v := settle(t, vm, "sv")
 	if v.State != StateReady || v.claim("a1") == nil {
 		t.Fatalf("after the create: state %s, claims %+v; want ready with a1's claim", v.State, v.Claims)
-	}
-}
-
-// unmountBelow detaches every mount below dir, deepest first.
-func unmountBelow(t *testing.T, dir string) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	var mps []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			mps = append(mps, f[4])
-		}
-	}
-	slices.SortFunc(mps, func(a, b string) int { return len(b) - len(a) })
-	for _, mp := range mps {
-		if err := unix.Unmount(mp, unix.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", mp, err)
-		}
 	}
 }

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/internal/mountinfo"
 )
 
 // mockVolume is what mockcsi's state.json says of one volume: the
@@ -194,11 +195,11 @@ func TestVolumeClaimSharedKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	inB := func() bool {
-		b, err := os.ReadFile(nsB)
+		mps, err := mountinfo.Points(nsB)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return strings.Contains(string(b), " "+probe+" ")
+		return slices.Contains(mps, probe)
 	}
 	if err := unix.Mount("tmpfs", probe, "tmpfs", 0, ""); err != nil {
 		t.Fatal(err)

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/pluginhost/pluginhost/internal/mountinfo"
 )
 
 // proc is what a /proc scan learns about one process.
@@ -223,48 +222,18 @@ func assertLogShipper(t testing.TB, logDir string) {
 // at or below root, deepest first.
 func mountsUnder(t testing.TB, root string) []string {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	mps, err := mountinfo.Under(mountinfo.Self, root)
 	if err != nil {
-		t.Fatalf("read mountinfo: %v", err)
+		t.Fatal(err)
 	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		// Field 5 is the mount point, with spaces and such octal-escaped.
-		mp := unescapeMountinfo(f[4])
-		if mp == root || strings.HasPrefix(mp, root+"/") {
-			out = append(out, mp)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out
-}
-
-func unescapeMountinfo(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return mps
 }
 
 // unmountUnder detaches every mount below root, so that a failed test
 // leaves no mount behind (and its root can be removed).
 func unmountUnder(t testing.TB, root string) {
-	for _, mp := range mountsUnder(t, root) {
-		if err := unix.Unmount(mp, unix.MNT_DETACH); err != nil {
-			t.Logf("unmount %s: %v", mp, err)
-		}
+	if err := mountinfo.DetachUnder(root); err != nil {
+		t.Log(err)
 	}
 }
 

@@ -1,14 +1,13 @@
 package host
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pluginhost/pluginhost/internal/mountinfo"
 )
 
 // shareMountRoot makes dir (the CSI plugins' mount root, under which every
@@ -27,7 +26,7 @@ func shareMountRoot(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("mount root %s: %w", dir, err)
 	}
-	mounted, err := isMountPoint(dir)
+	mounted, err := mountinfo.IsMountPoint(dir)
 	if err != nil {
 		return err
 	}
@@ -42,62 +41,7 @@ func shareMountRoot(dir string) error {
 	return nil
 }
 
-// isMountPoint reports whether path is a mount point in this process's
-// mount namespace (field 5 of /proc/self/mountinfo; paths with spaces are
-// octal-escaped there, and a mount root never has any).
-func isMountPoint(path string) (bool, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return false, fmt.Errorf("read mountinfo: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && fields[4] == path {
-			return true, nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return false, fmt.Errorf("read mountinfo: %w", err)
-	}
-	return false, nil
-}
-
 // errNotPrivileged tells a mount failure for lack of privileges apart.
 func errNotPrivileged(err error) bool {
 	return errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)
-}
-
-// DetachMounts detaches every mount at or below dir, deepest first (lazily:
-// a task still using one keeps it until it lets go). `agent -dev` calls it
-// before removing its throwaway data dir, which holds the shared mount root
-// and whatever volumes are still published.
-func DetachMounts(dir string) error {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return fmt.Errorf("read mountinfo: %w", err)
-	}
-	var mps []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && (fields[4] == dir || strings.HasPrefix(fields[4], dir+"/")) {
-			mps = append(mps, fields[4])
-		}
-	}
-	_ = f.Close()
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read mountinfo: %w", err)
-	}
-	slices.SortFunc(mps, func(a, b string) int { return len(b) - len(a) })
-	var errs []error
-	for _, mp := range mps {
-		if err := unix.Unmount(mp, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-			errs = append(errs, fmt.Errorf("unmount %s: %w", mp, err))
-		}
-	}
-	return errors.Join(errs...)
 }

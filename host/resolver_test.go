@@ -19,6 +19,7 @@ import (
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/config"
+	"github.com/pluginhost/pluginhost/internal/mountinfo"
 	"github.com/pluginhost/pluginhost/sdk"
 )
 
@@ -55,7 +56,7 @@ func startResolverEnv(tb testing.TB) *resolverEnv {
 	}
 	tb.Cleanup(func() {
 		// The agent keeps its CSI mount root a shared bind mount.
-		if err := DetachMounts(dir); err != nil {
+		if err := mountinfo.DetachUnder(dir); err != nil {
 			tb.Error(err)
 		}
 		_ = os.RemoveAll(dir)

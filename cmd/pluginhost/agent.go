@@ -14,6 +14,7 @@ import (
 	"github.com/pluginhost/pluginhost/host"
 	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/config"
+	"github.com/pluginhost/pluginhost/internal/mountinfo"
 )
 
 // AgentCommand runs the agent.
@@ -77,7 +78,7 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 			return 1
 		}
 		defer func() {
-			if err := host.DetachMounts(dir.DataDir); err != nil {
+			if err := mountinfo.DetachUnder(dir.DataDir); err != nil {
 				ui.Warn(err.Error())
 			}
 			os.RemoveAll(dir.DataDir)
