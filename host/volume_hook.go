@@ -38,14 +38,21 @@ func volumeSource(vr *jobspec.VolumeRequest, index int) string {
 	return vr.Source
 }
 
-// claimRequests are the claims of allocation index of group, by volume
-// alias order.
-func claimRequests(job *jobspec.Job, g *jobspec.TaskGroup, allocID string, index int) []csi.ClaimRequest {
+// volumeAliases are a group's volume aliases, sorted: the order of
+// claimRequests, which callers pair with it.
+func volumeAliases(g *jobspec.TaskGroup) []string {
 	aliases := make([]string, 0, len(g.Volumes))
 	for alias := range g.Volumes {
 		aliases = append(aliases, alias)
 	}
 	slices.Sort(aliases)
+	return aliases
+}
+
+// claimRequests are the claims of allocation index of group, in
+// volumeAliases order.
+func claimRequests(job *jobspec.Job, g *jobspec.TaskGroup, allocID string, index int) []csi.ClaimRequest {
+	aliases := volumeAliases(g)
 	out := make([]csi.ClaimRequest, 0, len(aliases))
 	for _, alias := range aliases {
 		vr := g.Volumes[alias]
@@ -147,12 +154,7 @@ func (h volumeHook) Prerun(ctx context.Context, req *taskrunner.AllocHookRequest
 	ctx, cancel := context.WithTimeout(ctx, h.a.cfg.CSI.VolumeMountTimeout)
 	defer cancel()
 	claims := map[string]*csi.Claim{} // by alias
-	aliases := make([]string, 0, len(req.Group.Volumes))
-	for alias := range req.Group.Volumes {
-		aliases = append(aliases, alias)
-	}
-	slices.Sort(aliases)
-	for i, alias := range aliases {
+	for i, alias := range volumeAliases(req.Group) {
 		vid := reqs[i].VolumeID
 		if c, err := h.a.volumes.ClaimOf(vid, req.AllocID); err == nil && !c.Mounted() {
 			req.Note(EventVolumesWaiting, fmt.Sprintf("Waiting for volume %q (%s) to be mounted", alias, vid))
@@ -213,18 +215,16 @@ func (a *Agent) allocVolumes(ar *taskrunner.AllocRunner) []*api.AllocVolume {
 	if g == nil || len(g.Volumes) == 0 {
 		return nil
 	}
+	aliases := volumeAliases(g)
 	var out []*api.AllocVolume
-	for _, r := range claimRequests(snap.Job, g, ar.ID(), snap.Index) {
-		av := &api.AllocVolume{VolumeID: r.VolumeID, ReadOnly: r.ReadOnly}
-		for alias, vr := range g.Volumes {
-			if volumeSource(vr, snap.Index) == r.VolumeID {
-				av.Name = alias
-			}
-		}
+	for i, r := range claimRequests(snap.Job, g, ar.ID(), snap.Index) {
+		av := &api.AllocVolume{Name: aliases[i], VolumeID: r.VolumeID, ReadOnly: r.ReadOnly}
 		if v, err := a.volumes.Volume(r.VolumeID); err == nil {
 			av.PluginID = v.PluginID
-			if c, err := a.volumes.ClaimOf(r.VolumeID, ar.ID()); err == nil {
-				av.Claim = apiClaim(c)
+			for _, c := range v.Claims {
+				if c.AllocID == ar.ID() {
+					av.Claim = apiClaim(c)
+				}
 			}
 		}
 		out = append(out, av)
