@@ -234,10 +234,7 @@ func TestClaimsTxCommitsWithCallersTransaction(t *testing.T) {
 // before the claim, and must not write that older copy back.
 func TestClaimDuringVolumeStepSurvives(t *testing.T) {
 	t.Parallel()
-	p := startMockPlugin(t, "MOCKCSI_DELAY=CreateVolume:1s")
-	h := newVolHarness(t)
-	h.addPlugin(t, "mock", p.socket)
-	vm, log, _ := h.startVM(t, newMemVolumeStore())
+	p, vm, log := mockVM(t, "MOCKCSI_DELAY=CreateVolume:1s")
 	if _, err := vm.Create(volSpec("sv", "mock", mib)); err != nil {
 		t.Fatal(err)
 	}

@@ -240,6 +240,18 @@ func (h *volHarness) startVM(t *testing.T, store VolumeStore) (vm *VolumeManager
 	return vm, log, stop
 }
 
+// mockVM is the usual set-up: mockcsi started with env, registered as
+// plugin "mock" (its controller), and a VolumeManager over a fresh memory
+// store.
+func mockVM(t *testing.T, env ...string) (*mockPlugin, *VolumeManager, *changeLog) {
+	t.Helper()
+	p := startMockPlugin(t, env...)
+	h := newVolHarness(t)
+	h.addPlugin(t, "mock", p.socket)
+	vm, log, _ := h.startVM(t, newMemVolumeStore())
+	return p, vm, log
+}
+
 // mockPlugin is a running mockcsi, its state dir and a client of its own.
 type mockPlugin struct {
 	socket, stateDir string
@@ -357,10 +369,7 @@ func requestErrorField(t *testing.T, err error) string {
 // capabilities are refused.
 func TestVolumeCreateIdempotentAndExpand(t *testing.T) {
 	t.Parallel()
-	p := startMockPlugin(t)
-	h := newVolHarness(t)
-	h.addPlugin(t, "mock", p.socket)
-	vm, _, _ := h.startVM(t, newMemVolumeStore())
+	p, vm, _ := mockVM(t)
 
 	rec, err := vm.Create(volSpec("v1", "mock", mib))
 	if err != nil {
@@ -437,10 +446,7 @@ func TestVolumeCreateIdempotentAndExpand(t *testing.T) {
 // ready, unconfirmed is failed with the plugin's message.
 func TestVolumeRegister(t *testing.T) {
 	t.Parallel()
-	p := startMockPlugin(t)
-	h := newVolHarness(t)
-	h.addPlugin(t, "mock", p.socket)
-	vm, _, _ := h.startVM(t, newMemVolumeStore())
+	p, vm, _ := mockVM(t)
 
 	outside := volSpec("outside", "mock", mib)
 	outside.Name = "outside"
@@ -484,10 +490,7 @@ func TestVolumeRegister(t *testing.T) {
 // forgets without a call.
 func TestVolumeDeleteAndDeregister(t *testing.T) {
 	t.Parallel()
-	p := startMockPlugin(t, "MOCKCSI_FAIL=DeleteVolume:1:NOT_FOUND")
-	h := newVolHarness(t)
-	h.addPlugin(t, "mock", p.socket)
-	vm, log, _ := h.startVM(t, newMemVolumeStore())
+	p, vm, log := mockVM(t, "MOCKCSI_FAIL=DeleteVolume:1:NOT_FOUND")
 
 	ext := map[string]string{}
 	for _, id := range []string{"notfound", "del", "dereg"} {
@@ -552,10 +555,7 @@ func TestVolumeDeleteAndDeregister(t *testing.T) {
 // record and reset at success.
 func TestVolumeRetriesTransientErrors(t *testing.T) {
 	t.Parallel()
-	p := startMockPlugin(t, "MOCKCSI_FAIL=CreateVolume:3:INTERNAL")
-	h := newVolHarness(t)
-	h.addPlugin(t, "mock", p.socket)
-	vm, log, _ := h.startVM(t, newMemVolumeStore())
+	p, vm, log := mockVM(t, "MOCKCSI_FAIL=CreateVolume:3:INTERNAL")
 
 	if _, err := vm.Create(volSpec("flaky", "mock", mib)); err != nil {
 		t.Fatal(err)
@@ -586,10 +586,7 @@ func TestVolumeRetriesTransientErrors(t *testing.T) {
 // the count again and retries.
 func TestVolumePermanentErrorFails(t *testing.T) {
 	t.Parallel()
-	p := startMockPlugin(t, "MOCKCSI_FAIL=CreateVolume:*:INVALID_ARGUMENT")
-	h := newVolHarness(t)
-	h.addPlugin(t, "mock", p.socket)
-	vm, _, _ := h.startVM(t, newMemVolumeStore())
+	p, vm, _ := mockVM(t, "MOCKCSI_FAIL=CreateVolume:*:INVALID_ARGUMENT")
 
 	if _, err := vm.Create(volSpec("bad", "mock", mib)); err != nil {
 		t.Fatal(err)
@@ -720,10 +717,7 @@ func TestVolumeRestartPickup(t *testing.T) {
 // different volumes' calls do run in parallel.
 func TestVolumeCallsSerializedPerVolume(t *testing.T) {
 	t.Parallel()
-	p := startMockPlugin(t, "MOCKCSI_DELAY=CreateVolume:300ms,ControllerExpandVolume:100ms,CreateSnapshot:100ms")
-	h := newVolHarness(t)
-	h.addPlugin(t, "mock", p.socket)
-	vm, log, _ := h.startVM(t, newMemVolumeStore())
+	p, vm, log := mockVM(t, "MOCKCSI_DELAY=CreateVolume:300ms,ControllerExpandVolume:100ms,CreateSnapshot:100ms")
 
 	if _, err := vm.Create(volSpec("s", "mock", mib)); err != nil {
 		t.Fatal(err)
@@ -780,10 +774,7 @@ func TestVolumeCallsSerializedPerVolume(t *testing.T) {
 // is not lost when the pass records its outcome.
 func TestVolumeRequestDuringPass(t *testing.T) {
 	t.Parallel()
-	p := startMockPlugin(t, "MOCKCSI_DELAY=CreateVolume:300ms")
-	h := newVolHarness(t)
-	h.addPlugin(t, "mock", p.socket)
-	vm, _, _ := h.startVM(t, newMemVolumeStore())
+	p, vm, _ := mockVM(t, "MOCKCSI_DELAY=CreateVolume:300ms")
 
 	t.Run("expand", func(t *testing.T) {
 		if _, err := vm.Create(volSpec("grow", "mock", mib)); err != nil {
