@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"go.etcd.io/bbolt"
 )
@@ -11,17 +12,53 @@ import (
 // doc.go, "Commit cost"): a writer that finds a commit running queues its
 // function, and the next writer to get the commit slot runs every queued
 // function in one transaction, so N concurrent writers pay for about two
-// commits instead of N. A lone writer commits at once: there is no timer,
-// unlike bbolt's DB.Batch (whose MaxBatchDelay would add up to 10 ms to
-// every lone write, and whose timer runs the commit on a goroutine where a
-// bbolt panic on a damaged file could not be recovered).
+// commits instead of N.
+//
+// Under a steady stream of concurrent writers that alone still commits
+// every other write or so, and each commit is two fdatasyncs, which on a
+// shared disk slow whatever else syncs there (a plugin's own state). So a
+// writer that takes the slot while a stream is on (others queued behind
+// it, or the last commit was shared and ended within the window) holds the
+// slot while more writers keep arriving, each within one commit's time of
+// the last, for up to the window: a write that joins saves a commit, and
+// waiting longer than a commit for one would cost more than it saves. This
+// is PostgreSQL's commit_delay, which likewise waits only when other
+// transactions are active. A lone writer commits at once: there is no
+// timer on its path, unlike bbolt's DB.Batch (whose MaxBatchDelay would add
+// up to 10 ms to every lone write, and whose timer runs the commit on a
+// goroutine where a bbolt panic on a damaged file could not be recovered).
 type batcher struct {
 	// commit is held by the writer running a transaction.
 	commit sync.Mutex
+	// window bounds a leader's wait for more writers (groupWindow; 0
+	// turns the wait off); minGap is the least it waits for the next
+	// one (minGroupGap), whatever the last commit took.
+	window, minGap time.Duration
+	// Under commit: the last transaction's size, end and duration.
+	lastSize   int
+	lastEnd    time.Time
+	lastCommit time.Duration
 
 	mu      sync.Mutex
 	pending []*batchCall
+	// arrived is signalled when a writer queues while a leader gathers.
+	arrived   chan struct{}
+	gathering bool
 }
+
+// groupWindow bounds the wait of a commit for more writers. It adds at most
+// this much to a write's latency under load and nothing to a lone write.
+// With it, BenchmarkVolumes100's agent makes about 1.2 commits per volume
+// instead of 2.7 (four writes each), and its x-bare fell by about 0.08
+// (five runs each way, alternating).
+const groupWindow = 2 * time.Millisecond
+
+// minGroupGap is the least a gathering commit waits for the next writer.
+const minGroupGap = 100 * time.Microsecond
+
+// maxGroup ends the wait early: a transaction this large already pays for
+// its commit many times over.
+const maxGroup = 64
 
 type batchCall struct {
 	op   string
@@ -41,6 +78,12 @@ func (db *DB) batch(op string, fn func(*bbolt.Tx) error) error {
 	b := &db.batcher
 	b.mu.Lock()
 	b.pending = append(b.pending, c)
+	if b.gathering {
+		select {
+		case b.arrived <- struct{}{}:
+		default:
+		}
+	}
 	b.mu.Unlock()
 
 	b.commit.Lock()
@@ -51,17 +94,66 @@ func (db *DB) batch(op string, fn func(*bbolt.Tx) error) error {
 		b.mu.Unlock()
 		return c.err
 	}
+	n := len(b.pending)
+	b.mu.Unlock()
+	if b.window > 0 && (n > 1 || b.lastSize > 1 && time.Since(b.lastEnd) < b.window) {
+		b.gather()
+	}
+	b.mu.Lock()
 	calls := b.pending
 	b.pending = nil
 	b.mu.Unlock()
 
+	start := time.Now()
 	db.runBatch(calls)
+	b.lastEnd = time.Now()
+	b.lastSize, b.lastCommit = len(calls), b.lastEnd.Sub(start)
 	b.mu.Lock()
 	for _, bc := range calls {
 		bc.done = true
 	}
 	b.mu.Unlock()
 	return c.err
+}
+
+// gather holds the commit slot while writers keep queueing, each within
+// one commit's time of the one before, until the window has passed or
+// maxGroup writes are queued.
+func (b *batcher) gather() {
+	b.mu.Lock()
+	if b.arrived == nil {
+		b.arrived = make(chan struct{}, 1)
+	}
+	b.gathering = true
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.gathering = false
+		select {
+		case <-b.arrived:
+		default:
+		}
+		b.mu.Unlock()
+	}()
+	deadline := time.Now().Add(b.window)
+	idle := min(max(b.lastCommit, b.minGap), b.window)
+	t := time.NewTimer(idle)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return
+		case <-b.arrived:
+		}
+		b.mu.Lock()
+		n := len(b.pending)
+		b.mu.Unlock()
+		left := time.Until(deadline)
+		if n >= maxGroup || left <= 0 {
+			return
+		}
+		t.Reset(min(idle, left))
+	}
 }
 
 // runBatch commits calls in one transaction, setting each call's err. A

@@ -128,3 +128,86 @@ func BenchmarkPutVolume(b *testing.B) {
 		})
 	}
 }
+
+// countCommits is a CommitObserver that counts commits and their writes.
+type countCommits struct {
+	mu             sync.Mutex
+	commits, write int
+}
+
+func (c *countCommits) ObserveCommit(writes int, _ time.Duration, _ error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.commits++
+	c.write += writes
+}
+
+// A writer that takes the commit slot with others queued behind it waits
+// for more while they keep coming, and commits them all at once: here
+// until maxGroup are queued, long before its (long) window ends.
+func TestBatchStreamGathers(t *testing.T) {
+	obs := &countCommits{}
+	db := openTest(t, statePath(t), Options{Commits: obs})
+	db.bolt.NoSync = true
+	b := &db.batcher
+	b.window, b.minGap = time.Minute, time.Minute
+	obs.mu.Lock()
+	obs.commits, obs.write = 0, 0 // Open's own
+	obs.mu.Unlock()
+
+	// Hold the slot so that the first writers queue up behind it.
+	b.commit.Lock()
+	var wg sync.WaitGroup
+	errs := make(chan error, maxGroup)
+	write := func(i int) {
+		defer wg.Done()
+		if err := db.PutVolume(&csi.Volume{ID: fmt.Sprintf("v-%02d", i), PluginID: "p"}); err != nil {
+			errs <- err
+		}
+	}
+	queued := func(n int) func() bool {
+		return func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.pending) >= n }
+	}
+	for i := range 2 {
+		wg.Add(1)
+		go write(i)
+	}
+	waitFor(t, "two queued writers", queued(2))
+	b.commit.Unlock()
+	waitFor(t, "a gathering leader", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.gathering })
+	start := time.Now()
+	for i := 2; i < maxGroup; i++ {
+		wg.Add(1)
+		go write(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Fatalf("the gather ran to its window (%v) instead of ending at %d writers", took, maxGroup)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.commits != 1 || obs.write != maxGroup {
+		t.Fatalf("%d commits carried %d writes, want 1 carrying %d", obs.commits, obs.write, maxGroup)
+	}
+	vols, err := db.Volumes()
+	if err != nil || len(vols) != maxGroup {
+		t.Fatalf("%d volumes stored (%v), want %d", len(vols), err, maxGroup)
+	}
+}
+
+// waitFor polls cond, which reads state another goroutine changes, until
+// it holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}

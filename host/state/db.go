@@ -56,6 +56,8 @@ type DB struct {
 	version int
 	// batcher groups concurrent volume writes into shared commits.
 	batcher batcher
+	// vols saves decoding volume records that have not changed.
+	vols    volumeCache
 	commits CommitObserver
 }
 
@@ -88,7 +90,7 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 
-	db := &DB{path: path, log: log, commits: opts.Commits}
+	db := &DB{path: path, log: log, commits: opts.Commits, batcher: batcher{window: groupWindow, minGap: minGroupGap}}
 	if err := db.open(timeout, migrations, fresh); err != nil {
 		return nil, err
 	}
