@@ -2,6 +2,7 @@ package csi
 
 import (
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -145,19 +146,23 @@ const (
 func (v *Volume) Settled() bool { return v.State == StateReady || v.State == StateFailed }
 
 // Clone returns a deep copy, so that records handed out are never shared.
+// It keeps nil and empty apart, so a clone equals a fresh decode of the
+// record (the state store hands out clones of decoded records).
 func (v *Volume) Clone() *Volume {
 	if v == nil {
 		return nil
 	}
 	c := *v
-	c.RequestedCapabilities = make([]*VolumeCapability, len(v.RequestedCapabilities))
-	for i, cp := range v.RequestedCapabilities {
-		x := *cp
-		c.RequestedCapabilities[i] = &x
+	if v.RequestedCapabilities != nil {
+		c.RequestedCapabilities = make([]*VolumeCapability, len(v.RequestedCapabilities))
+		for i, cp := range v.RequestedCapabilities {
+			x := *cp
+			c.RequestedCapabilities[i] = &x
+		}
 	}
 	if v.MountOptions != nil {
 		mo := *v.MountOptions
-		mo.MountFlags = append([]string(nil), v.MountOptions.MountFlags...)
+		mo.MountFlags = slices.Clone(v.MountOptions.MountFlags)
 		c.MountOptions = &mo
 	}
 	if v.RequestedTopologies != nil {

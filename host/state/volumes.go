@@ -30,9 +30,13 @@ func (db *DB) PutVolume(v *csi.Volume) error {
 
 // DeleteVolume implements csi.VolumeStore.
 func (db *DB) DeleteVolume(id string) error {
-	return db.batch("delete volume "+id, func(tx *bbolt.Tx) error {
+	err := db.batch("delete volume "+id, func(tx *bbolt.Tx) error {
 		return deleteKey(tx.Bucket([]byte(bucketVolumes)), []byte(id))
 	})
+	if err == nil {
+		db.vols.forget(id)
+	}
+	return err
 }
 
 // Volume implements csi.VolumeStore.
@@ -40,7 +44,7 @@ func (db *DB) Volume(id string) (*csi.Volume, error) {
 	var v *csi.Volume
 	err := db.view("read volume "+id, func(tx *bbolt.Tx) error {
 		var err error
-		v, err = readVolume(tx, id)
+		v, err = db.vols.read(tx, id)
 		return err
 	})
 	if err != nil {
