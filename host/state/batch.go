@@ -28,13 +28,14 @@ import (
 // up to 10 ms to every lone write, and whose timer runs the commit on a
 // goroutine where a bbolt panic on a damaged file could not be recovered).
 type batcher struct {
-	// commit is held by the writer running a transaction.
-	commit sync.Mutex
+	// slot holds a token while a writer gathers and commits a
+	// transaction: whoever sends into it leads the next one.
+	slot chan struct{}
 	// window bounds a leader's wait for more writers (groupWindow; 0
 	// turns the wait off); minGap is the least it waits for the next
 	// one (minGroupGap), whatever the last commit took.
 	window, minGap time.Duration
-	// Under commit: the last transaction's size, end and duration.
+	// Under the slot: the last transaction's size, end and duration.
 	lastSize   int
 	lastEnd    time.Time
 	lastCommit time.Duration
@@ -60,10 +61,15 @@ const minGroupGap = 100 * time.Microsecond
 // its commit many times over.
 const maxGroup = 64
 
+func newBatcher(window, minGap time.Duration) batcher {
+	return batcher{slot: make(chan struct{}, 1), window: window, minGap: minGap}
+}
+
 type batchCall struct {
-	op   string
-	fn   func(*bbolt.Tx) error
-	done bool // under batcher.mu
+	op string
+	fn func(*bbolt.Tx) error
+	// done is closed, and err set, once the call's transaction ended.
+	done chan struct{}
 	err  error
 }
 
@@ -74,7 +80,7 @@ type batchCall struct {
 // act through tx. An error from fn fails fn's call alone; a failed commit
 // or a bbolt panic (a damaged file) fails every call of the transaction.
 func (db *DB) batch(op string, fn func(*bbolt.Tx) error) error {
-	c := &batchCall{op: op, fn: fn}
+	c := &batchCall{op: op, fn: fn, done: make(chan struct{})}
 	b := &db.batcher
 	b.mu.Lock()
 	b.pending = append(b.pending, c)
@@ -86,14 +92,22 @@ func (db *DB) batch(op string, fn func(*bbolt.Tx) error) error {
 	}
 	b.mu.Unlock()
 
-	b.commit.Lock()
-	defer b.commit.Unlock()
-	b.mu.Lock()
-	if c.done {
-		// An earlier holder of the slot committed it.
-		b.mu.Unlock()
+	// A writer whose call a leader took waits on its own channel, not on
+	// the slot: it returns as soon as its transaction is committed, and
+	// never queues behind the next leader's gather.
+	select {
+	case <-c.done:
 		return c.err
+	case b.slot <- struct{}{}:
 	}
+	defer func() { <-b.slot }()
+	select {
+	case <-c.done:
+		// Committed by the leader before us (both cases were ready).
+		return c.err
+	default:
+	}
+	b.mu.Lock()
 	n := len(b.pending)
 	b.mu.Unlock()
 	if b.window > 0 && (n > 1 || b.lastSize > 1 && time.Since(b.lastEnd) < b.window) {
@@ -108,11 +122,9 @@ func (db *DB) batch(op string, fn func(*bbolt.Tx) error) error {
 	db.runBatch(calls)
 	b.lastEnd = time.Now()
 	b.lastSize, b.lastCommit = len(calls), b.lastEnd.Sub(start)
-	b.mu.Lock()
 	for _, bc := range calls {
-		bc.done = true
+		close(bc.done)
 	}
-	b.mu.Unlock()
 	return c.err
 }
 

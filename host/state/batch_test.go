@@ -156,7 +156,7 @@ func TestBatchStreamGathers(t *testing.T) {
 	obs.mu.Unlock()
 
 	// Hold the slot so that the first writers queue up behind it.
-	b.commit.Lock()
+	b.slot <- struct{}{}
 	var wg sync.WaitGroup
 	errs := make(chan error, maxGroup)
 	write := func(i int) {
@@ -173,7 +173,7 @@ func TestBatchStreamGathers(t *testing.T) {
 		go write(i)
 	}
 	waitFor(t, "two queued writers", queued(2))
-	b.commit.Unlock()
+	<-b.slot
 	waitFor(t, "a gathering leader", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.gathering })
 	start := time.Now()
 	for i := 2; i < maxGroup; i++ {

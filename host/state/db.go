@@ -90,7 +90,7 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 
-	db := &DB{path: path, log: log, commits: opts.Commits, batcher: batcher{window: groupWindow, minGap: minGroupGap}}
+	db := &DB{path: path, log: log, commits: opts.Commits, batcher: newBatcher(groupWindow, minGroupGap)}
 	if err := db.open(timeout, migrations, fresh); err != nil {
 		return nil, err
 	}
