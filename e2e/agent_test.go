@@ -65,8 +65,14 @@ func newEnvAt(t testing.TB, sub, extraConfig string) *env {
 	// tests only the plugin socket fallback.
 	e.sock = filepath.Join(root, "api.sock")
 	t.Cleanup(e.cleanup)
-	cfg := fmt.Sprintf("data_dir = %q\naddr = %q\nlog_level = \"debug\"\nnode_name = \"e2e\"\n%s\n",
-		e.dataDir, "unix://"+e.sock, extraConfig)
+	// Tests log at debug, for their failure output; benchmarks measure
+	// the agent as it runs by default, at info.
+	level := "debug"
+	if _, ok := t.(*testing.B); ok {
+		level = "info"
+	}
+	cfg := fmt.Sprintf("data_dir = %q\naddr = %q\nlog_level = %q\nnode_name = \"e2e\"\n%s\n",
+		e.dataDir, "unix://"+e.sock, level, extraConfig)
 	if err := os.WriteFile(e.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatalf("write config: %v", err)
 	}
