@@ -169,6 +169,9 @@ func (v *Volume) claimsSettled() bool {
 }
 
 func (c *Claim) clone() *Claim {
+	if c == nil {
+		return nil
+	}
 	x := *c
 	if c.MountOptions != nil {
 		mo := *c.MountOptions

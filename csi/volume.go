@@ -146,8 +146,9 @@ const (
 func (v *Volume) Settled() bool { return v.State == StateReady || v.State == StateFailed }
 
 // Clone returns a deep copy, so that records handed out are never shared.
-// It keeps nil and empty apart, so a clone equals a fresh decode of the
-// record (the state store hands out clones of decoded records).
+// It keeps nil and empty apart, and nil entries of slices nil, so a clone
+// equals a fresh decode of the record (the state store hands out clones of
+// decoded records, and a stored [null] must not make a read panic).
 func (v *Volume) Clone() *Volume {
 	if v == nil {
 		return nil
@@ -156,8 +157,10 @@ func (v *Volume) Clone() *Volume {
 	if v.RequestedCapabilities != nil {
 		c.RequestedCapabilities = make([]*VolumeCapability, len(v.RequestedCapabilities))
 		for i, cp := range v.RequestedCapabilities {
-			x := *cp
-			c.RequestedCapabilities[i] = &x
+			if cp != nil { // a decoded [null] stays nil
+				x := *cp
+				c.RequestedCapabilities[i] = &x
+			}
 		}
 	}
 	if v.MountOptions != nil {
@@ -189,7 +192,9 @@ func cloneTopologies(ts []*Topology) []*Topology {
 	}
 	out := make([]*Topology, len(ts))
 	for i, t := range ts {
-		out[i] = &Topology{Segments: cloneMap(t.Segments)}
+		if t != nil {
+			out[i] = &Topology{Segments: cloneMap(t.Segments)}
+		}
 	}
 	return out
 }
