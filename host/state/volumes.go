@@ -31,6 +31,7 @@ func (db *DB) PutVolume(v *csi.Volume) error {
 // DeleteVolume implements csi.VolumeStore.
 func (db *DB) DeleteVolume(id string) error {
 	err := db.batch("delete volume "+id, func(tx *bbolt.Tx) error {
+		db.vols.deleting(tx.ID())
 		return deleteKey(tx.Bucket([]byte(bucketVolumes)), []byte(id))
 	})
 	if err == nil {
