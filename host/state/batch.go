@@ -110,7 +110,7 @@ func (db *DB) batch(op string, fn func(*bbolt.Tx) error) error {
 	b.mu.Lock()
 	n := len(b.pending)
 	b.mu.Unlock()
-	if b.window > 0 && (n > 1 || b.lastSize > 1 && time.Since(b.lastEnd) < b.window) {
+	if b.window > 0 && n < maxGroup && (n > 1 || b.lastSize > 1 && time.Since(b.lastEnd) < b.window) {
 		b.gather()
 	}
 	b.mu.Lock()

@@ -73,10 +73,13 @@ func TestBatchConcurrentPutVolume(t *testing.T) {
 	check(openTest(t, path, Options{}))
 }
 
-// A lone write commits at once: no timer holds it back.
+// A lone write commits at once: no timer holds it back. The wait for more
+// writers is made long, so that a lone write that waited at all would
+// fail the test, not just add 2 ms.
 func TestBatchLoneWriteIsNotDelayed(t *testing.T) {
 	db := openTest(t, statePath(t), Options{})
 	db.bolt.NoSync = true // only the batching is timed
+	db.batcher.window, db.batcher.minGap = 2*time.Second, 2*time.Second
 	start := time.Now()
 	for i := range 20 {
 		if err := db.PutVolume(&csi.Volume{ID: fmt.Sprintf("v-%d", i), PluginID: "p"}); err != nil {
@@ -209,5 +212,60 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+// A gathering leader stops waiting when writers stop coming (one commit's
+// time, at least minGap, after the last), long before its window ends.
+func TestBatchGatherEndsWhenWritersStop(t *testing.T) {
+	obs := &countCommits{}
+	db := openTest(t, statePath(t), Options{Commits: obs})
+	db.bolt.NoSync = true
+	b := &db.batcher
+	b.window, b.minGap = time.Minute, 50*time.Millisecond
+	b.slot <- struct{}{}
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := db.PutVolume(&csi.Volume{ID: fmt.Sprintf("v-%d", i), PluginID: "p"}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	waitFor(t, "two queued writers", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.pending) == 2 })
+	start := time.Now()
+	<-b.slot
+	wg.Wait()
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the leader waited %v for writers that had stopped coming", took)
+	}
+}
+
+// A leader that finds maxGroup writes already queued commits them without
+// waiting for one more.
+func TestBatchFullGroupDoesNotWait(t *testing.T) {
+	db := openTest(t, statePath(t), Options{})
+	db.bolt.NoSync = true
+	b := &db.batcher
+	b.window, b.minGap = time.Minute, time.Minute
+	b.slot <- struct{}{}
+	var wg sync.WaitGroup
+	for i := range maxGroup {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := db.PutVolume(&csi.Volume{ID: fmt.Sprintf("v-%02d", i), PluginID: "p"}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	waitFor(t, "a full group queued", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.pending) == maxGroup })
+	start := time.Now()
+	<-b.slot
+	wg.Wait()
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("a full group waited %v for one more writer", took)
 	}
 }
