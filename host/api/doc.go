@@ -45,7 +45,8 @@
 //   - The event stream sends its status line only after Backend.Events has
 //     subscribed, so a client holding the response sees every later event.
 //     Clients subscribe first and act second (job run does) and never poll.
-//     Each event is one JSON line, flushed; idle streams carry "{}"
+//     Each event is one JSON line, flushed once no more events are queued
+//     (a burst shares a flush); idle streams carry "{}"
 //     heartbeats so both ends notice a dead peer.
 //   - Log streams send their status on the first byte; an error after that
 //     travels in the X-Pluginhost-Error trailer, so a truncated log never

@@ -149,7 +149,9 @@
 // waits for more, as long as each comes within one commit's time of the
 // last and for at most 2 ms: the fdatasyncs of a commit are what slows the
 // plugins that sync on the same disk, and a write that joins saves one. A
-// lone write commits at once: there is no timer (bbolt's DB.Batch waits
+// lone write commits at once, unless it comes within 2 ms of a shared
+// commit: it then waits up to one commit's time for company. Otherwise
+// there is no timer (bbolt's DB.Batch waits
 // up to MaxBatchDelay, 10 ms by default, for company, and runs the commit
 // on a timer goroutine where a panic on a damaged file could not be
 // recovered). Writers whose call a leader took wait on their own channel,
