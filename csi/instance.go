@@ -221,6 +221,18 @@ func (im *instanceManager) fingerprint() *Fingerprint {
 	return im.fp.Copy()
 }
 
+// withFingerprint calls fn with the fingerprint fingerprint would copy,
+// under the instance's lock: fn must be quick and keep nothing of it.
+func (im *instanceManager) withFingerprint(fn func(*Fingerprint)) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	if !im.fp.FingerprintDone && im.cfg.standIn != nil {
+		fn(im.cfg.standIn)
+		return
+	}
+	fn(im.fp)
+}
+
 // fingerprintDone reports whether the first fingerprint has finished,
 // without copying the fingerprint.
 func (im *instanceManager) fingerprintDone() bool {

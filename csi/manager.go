@@ -354,6 +354,23 @@ func (m *Manager) Plugin(id string) (*PluginStatus, bool) {
 	return buildStatuses(fps)[0], true
 }
 
+// PluginSummary is Plugin without Allocations: the provider, counts and
+// health, read under each instance's lock instead of copying every
+// fingerprint. The agent shows them with every volume, in every API answer
+// and event about it, where copying the fingerprints was a sixth of all it
+// allocated under volume load.
+func (m *Manager) PluginSummary(id string) (*PluginStatus, bool) {
+	s := &PluginStatus{ID: id}
+	found := false
+	for _, im := range m.snapshot() {
+		if im.info().Name == id {
+			found = true
+			im.withFingerprint(s.count)
+		}
+	}
+	return s, found
+}
+
 // Client returns the client of the active allocation of plugin id and type
 // (dynamic.PluginTypeCSIController or dynamic.PluginTypeCSINode), for the
 // volume code. The manager owns it: callers must not Close it. Take it per

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -104,8 +105,18 @@ func TestManagerFingerprintsNewPluginAtOnce(t *testing.T) {
 	if n := st.Node(); n == nil || n.NodeInfo.NodeID != "node-1" {
 		t.Errorf("node fingerprint %+v", n)
 	}
+	// The summary is the same status without the fingerprints.
+	sum, ok := h.m.PluginSummary("fake")
+	want := *st
+	want.Allocations = nil
+	if !ok || !reflect.DeepEqual(sum, &want) {
+		t.Errorf("summary %+v, want %+v", sum, &want)
+	}
 	if _, ok := h.m.Plugin("other"); ok {
 		t.Error("unknown plugin found")
+	}
+	if _, ok := h.m.PluginSummary("other"); ok {
+		t.Error("unknown plugin summarised")
 	}
 }
 

@@ -44,6 +44,29 @@ func (p *PluginStatus) Healthy() bool {
 		p.NodesHealthy == p.NodesExpected
 }
 
+// count adds an allocation's fingerprint to the status's counts (not to
+// Allocations); it keeps nothing of f.
+func (p *PluginStatus) count(f *Fingerprint) {
+	if p.Provider == "" && f.Provider != "" {
+		p.Provider, p.Version = f.Provider, f.ProviderVersion
+	}
+	switch f.Type {
+	case dynamic.PluginTypeCSIController:
+		p.ControllersExpected++
+		if f.Healthy {
+			p.ControllersHealthy++
+		}
+	case dynamic.PluginTypeCSINode:
+		p.NodesExpected++
+		if f.Healthy {
+			p.NodesHealthy++
+		}
+		if f.HasPluginCapability(CapControllerService) {
+			p.ControllerRequired = true
+		}
+	}
+}
+
 // Controller returns the fingerprint of the plugin's controller allocation,
 // or nil.
 func (p *PluginStatus) Controller() *Fingerprint { return p.byType(dynamic.PluginTypeCSIController) }
@@ -70,24 +93,7 @@ func buildStatuses(fps []*Fingerprint) []*PluginStatus {
 			byID[f.PluginID] = s
 		}
 		s.Allocations = append(s.Allocations, f)
-		if s.Provider == "" && f.Provider != "" {
-			s.Provider, s.Version = f.Provider, f.ProviderVersion
-		}
-		switch f.Type {
-		case dynamic.PluginTypeCSIController:
-			s.ControllersExpected++
-			if f.Healthy {
-				s.ControllersHealthy++
-			}
-		case dynamic.PluginTypeCSINode:
-			s.NodesExpected++
-			if f.Healthy {
-				s.NodesHealthy++
-			}
-			if f.HasPluginCapability(CapControllerService) {
-				s.ControllerRequired = true
-			}
-		}
+		s.count(f)
 	}
 	out := make([]*PluginStatus, 0, len(byID))
 	for _, s := range byID {

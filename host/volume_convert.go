@@ -118,7 +118,7 @@ func (a *Agent) apiVolume(v *csi.Volume) *api.CSIVolume {
 			out.CurrentReaders++
 		}
 	}
-	if p, ok := a.csi.Plugin(v.PluginID); ok {
+	if p, ok := a.csi.PluginSummary(v.PluginID); ok {
 		out.Provider = p.Provider
 		out.ControllerRequired = p.ControllerRequired
 		out.ControllersHealthy, out.ControllersExpected = p.ControllersHealthy, p.ControllersExpected
