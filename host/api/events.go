@@ -13,7 +13,8 @@ var topics = []string{TopicAllocation, TopicTask, TopicJob, TopicPlugin, TopicRe
 
 // eventStream writes one JSON event per line, and flushes whenever no more
 // events are queued (a burst goes out in one flush; an idle stream's last
-// event is never held back), until the client goes away, the server shuts down or the backend closes the channel.
+// event is never held back), until the client goes away, the server shuts
+// down or the backend closes the channel.
 // The status line is sent only after the backend subscription exists, so a
 // client that has its response headers will see every later event: `job run`
 // relies on that to subscribe first and register second without a gap.

@@ -52,10 +52,9 @@ type batcher struct {
 // groupWindow bounds the wait of a commit for more writers. It adds at most
 // this much to a write's latency under load, and to a lone write only
 // when it comes within the window after a shared commit (then at most one
-// commit's time). With it, BenchmarkVolumes100's agent makes about 1.0 to
-// 1.2 commits per volume
-// instead of 2.7 (four writes each), and its x-bare fell by about 0.08
-// (five runs each way, alternating).
+// commit's time). With it, BenchmarkVolumes100's agent makes 1.0 to 1.2
+// commits per volume instead of 2.7 (four writes each), and its x-bare fell
+// by about 0.08 (five runs each way, alternating).
 const groupWindow = 2 * time.Millisecond
 
 // minGroupGap is the least a gathering commit waits for the next writer.
