@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.etcd.io/bbolt"
 
@@ -17,16 +18,18 @@ import (
 // otherwise it hands out a clone. Keyed by content, the cache needs no
 // invalidation: a write in any transaction, committed or rolled back,
 // changes what the next read finds in the file, and bytes that were never
-// committed only ever map to their own decoding. Decoding was a tenth of
-// the agent's CPU under volume load (BenchmarkVolumes100), where every
-// pass and every request reads its record.
+// committed only ever map to their own decoding. PutVolume fills it with
+// what it wrote, so the read after a write does not decode either (wrote).
+// Decoding was a tenth of the agent's CPU under volume load
+// (BenchmarkVolumes100), where every pass and every request reads its
+// record.
 //
 // Deletes are the exception: a reader whose snapshot predates a delete
 // still finds the old bytes and would cache them after DeleteVolume's
 // forget, keeping an entry for a volume that is gone, and that nobody
 // reads again, for the agent's life. So a delete raises floor to its
-// transaction's ID before it commits, and a read from an older snapshot
-// decodes without caching.
+// transaction's ID before it commits, and neither a read from an older
+// snapshot nor a write from that transaction or an older one is cached.
 type volumeCache struct {
 	mu    sync.Mutex
 	m     map[string]cachedVolume
@@ -52,15 +55,58 @@ func (c *volumeCache) get(txID int, id string, raw []byte) (*csi.Volume, error) 
 	if err := json.Unmarshal(raw, v); err != nil {
 		return nil, fmt.Errorf("%w: decode %q: %w", ErrCorrupt, id, err)
 	}
-	c.mu.Lock()
-	if txID >= c.floor {
-		if c.m == nil {
-			c.m = make(map[string]cachedVolume)
-		}
-		c.m[id] = cachedVolume{raw: bytes.Clone(raw), v: v}
-	}
-	c.mu.Unlock()
+	// A read transaction's ID is the last commit it sees: one equal to
+	// the floor sees the delete.
+	c.put(id, bytes.Clone(raw), v, func(floor int) bool { return txID >= floor })
 	return v.Clone(), nil
+}
+
+// wrote records what PutVolume wrote in transaction txID: raw, which the
+// cache takes, encodes v, which the caller keeps. The entry holds what a
+// decode of raw would give: a clone of v whose times went through JSON, the
+// only fields a decode does not give back as they were (time.Now carries a
+// monotonic reading and the Local location; a decode carries neither).
+// TestVolumeCacheWriteEqualsDecode fills every field of a volume to check
+// that no other field differs.
+func (c *volumeCache) wrote(txID int, id string, raw []byte, v *csi.Volume) {
+	d := v.Clone()
+	d.CreateTime, d.ModifyTime = viaJSON(d.CreateTime), viaJSON(d.ModifyTime)
+	for _, cl := range d.Claims {
+		if cl != nil {
+			cl.CreateTime, cl.ModifyTime = viaJSON(cl.CreateTime), viaJSON(cl.ModifyTime)
+		}
+	}
+	// A write transaction's ID is its own: one equal to the floor holds
+	// the delete, which may have come after this write.
+	c.put(id, raw, d, func(floor int) bool { return txID > floor })
+}
+
+// viaJSON is t as a JSON round trip gives it back.
+func viaJSON(t time.Time) time.Time {
+	b, err := t.MarshalJSON()
+	if err != nil {
+		return t // out of JSON's range: the encode of the record failed first
+	}
+	var out time.Time
+	if err := out.UnmarshalJSON(b); err != nil {
+		return t
+	}
+	return out
+}
+
+// put caches raw (which the cache owns) as decoding to v (likewise) if
+// newer says the bytes are as new as the last delete's floor. It decides
+// under the lock that deleting takes, so no delete can slip in between.
+func (c *volumeCache) put(id string, raw []byte, v *csi.Volume, newer func(floor int) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !newer(c.floor) {
+		return
+	}
+	if c.m == nil {
+		c.m = make(map[string]cachedVolume)
+	}
+	c.m[id] = cachedVolume{raw: raw, v: v}
 }
 
 // deleting is called by a write transaction (ID txID) that deletes a

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"go.etcd.io/bbolt"
@@ -23,9 +24,23 @@ func (db *DB) PutVolume(v *csi.Volume) error {
 	if err := checkName("volume ID", v.ID); err != nil {
 		return fmt.Errorf("put volume: %w", err)
 	}
-	return db.batch("put volume "+v.ID, func(tx *bbolt.Tx) error {
-		return putJSON(tx.Bucket([]byte(bucketVolumes)), []byte(v.ID), v)
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("put volume %s: encode: %w", v.ID, err)
+	}
+	var txID int
+	err = db.batch("put volume "+v.ID, func(tx *bbolt.Tx) error {
+		txID = tx.ID()
+		if err := tx.Bucket([]byte(bucketVolumes)).Put([]byte(v.ID), raw); err != nil {
+			return fmt.Errorf("put %q: %w", v.ID, err)
+		}
+		return nil
 	})
+	if err == nil {
+		// The next read finds exactly these bytes: it need not decode them.
+		db.vols.wrote(txID, v.ID, raw, v)
+	}
+	return err
 }
 
 // DeleteVolume implements csi.VolumeStore.
