@@ -20,6 +20,8 @@ import (
 // that function returns: do no I/O other than the store's in it.
 type Tx struct {
 	tx *bbolt.Tx
+	// vols is the store's volume decode cache (nil: decode every read).
+	vols *volumeCache
 }
 
 // Update runs fn in one read-write transaction, committed and fsynced
@@ -31,7 +33,7 @@ func (db *DB) Update(fn func(tx *Tx) error) (err error) {
 		return fmt.Errorf("state file %s: update without a function", db.path)
 	}
 	defer db.recoverInto("update", &err)
-	if err := db.commit(1, func(btx *bbolt.Tx) error { return fn(&Tx{tx: btx}) }); err != nil {
+	if err := db.commit(1, func(btx *bbolt.Tx) error { return fn(&Tx{tx: btx, vols: &db.vols}) }); err != nil {
 		return fmt.Errorf("state file %s: %w", db.path, err)
 	}
 	return nil

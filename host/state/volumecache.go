@@ -43,17 +43,23 @@ type cachedVolume struct {
 
 // get returns volume id as stored in raw (the bucket's value, valid for the
 // read's transaction only), decoding it only when raw is new; txID is the
-// read transaction's ID.
+// read transaction's ID. A nil cache decodes every time (a Tx made outside
+// DB.Update).
 func (c *volumeCache) get(txID int, id string, raw []byte) (*csi.Volume, error) {
-	c.mu.Lock()
-	e, ok := c.m[id]
-	c.mu.Unlock()
-	if ok && bytes.Equal(e.raw, raw) {
-		return e.v.Clone(), nil
+	if c != nil {
+		c.mu.Lock()
+		e, ok := c.m[id]
+		c.mu.Unlock()
+		if ok && bytes.Equal(e.raw, raw) {
+			return e.v.Clone(), nil
+		}
 	}
 	v := new(csi.Volume)
 	if err := json.Unmarshal(raw, v); err != nil {
 		return nil, fmt.Errorf("%w: decode %q: %w", ErrCorrupt, id, err)
+	}
+	if c == nil {
+		return v, nil
 	}
 	// A read transaction's ID is the last commit it sees: one equal to
 	// the floor sees the delete.
@@ -120,12 +126,16 @@ func (c *volumeCache) deleting(txID int) {
 
 // forget drops a volume that is gone.
 func (c *volumeCache) forget(id string) {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	delete(c.m, id)
 	c.mu.Unlock()
 }
 
-// readVolume reads volume id in tx, through the cache.
+// read reads volume id in tx, through the cache: the one reader of a
+// volume record, for DB.Volume and Tx.Volume.
 func (c *volumeCache) read(tx *bbolt.Tx, id string) (*csi.Volume, error) {
 	raw := tx.Bucket([]byte(bucketVolumes)).Get([]byte(id))
 	if raw == nil {

@@ -69,20 +69,6 @@ func (db *DB) Volume(id string) (*csi.Volume, error) {
 	return v, nil
 }
 
-func readVolume(tx *bbolt.Tx, id string) (*csi.Volume, error) {
-	v := new(csi.Volume)
-	found, err := getJSON(tx.Bucket([]byte(bucketVolumes)), []byte(id), v)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("volume %s: %w", id, err)
-	case !found:
-		return nil, fmt.Errorf("volume %q: %w", id, csi.ErrVolumeNotFound)
-	case v.ID != id:
-		return nil, fmt.Errorf("%w: volume record %s holds volume %q", ErrCorrupt, id, v.ID)
-	}
-	return v, nil
-}
-
 // Volumes implements csi.VolumeStore.
 func (db *DB) Volumes() ([]*csi.Volume, error) {
 	var out []*csi.Volume
@@ -114,7 +100,7 @@ var _ csi.VolumeTx = (*Tx)(nil)
 
 // Volume implements csi.VolumeTx: a volume record as this transaction
 // sees it.
-func (t *Tx) Volume(id string) (*csi.Volume, error) { return readVolume(t.tx, id) }
+func (t *Tx) Volume(id string) (*csi.Volume, error) { return t.vols.read(t.tx, id) }
 
 // PutVolume implements csi.VolumeTx: the record commits with the rest of
 // the transaction.
