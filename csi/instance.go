@@ -213,16 +213,14 @@ func (im *instanceManager) stopNow(reason string, announce bool) {
 
 // fingerprint returns a copy of the latest fingerprint.
 func (im *instanceManager) fingerprint() *Fingerprint {
-	im.mu.Lock()
-	defer im.mu.Unlock()
-	if !im.fp.FingerprintDone && im.cfg.standIn != nil {
-		return im.cfg.standIn.Copy()
-	}
-	return im.fp.Copy()
+	var out *Fingerprint
+	im.withFingerprint(func(f *Fingerprint) { out = f.Copy() })
+	return out
 }
 
-// withFingerprint calls fn with the fingerprint fingerprint would copy,
-// under the instance's lock: fn must be quick and keep nothing of it.
+// withFingerprint calls fn with the latest fingerprint (the stand-in until
+// the first one is done) under the instance's lock: fn must be quick and
+// keep nothing of it.
 func (im *instanceManager) withFingerprint(fn func(*Fingerprint)) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
