@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -100,27 +98,6 @@ func BenchmarkVolumes100(b *testing.B) {
 		b.ReportMetric(float64(commits-commits0)/float64(run*benchVolumes), "commits/vol")
 		b.ReportMetric(float64(writes-writes0)/float64(commits-commits0), "writes/commit")
 	}
-}
-
-// cpuTime is the CPU time all threads of process pid have used so far
-// (user and system, from /proc/<pid>/task/*/schedstat), 0 if unreadable.
-func cpuTime(pid int) time.Duration {
-	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	var total time.Duration
-	for _, t := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
-		if err != nil {
-			continue // the thread exited meanwhile
-		}
-		f := strings.Fields(string(b))
-		if len(f) == 0 {
-			continue
-		}
-		if ns, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-			total += time.Duration(ns)
-		}
-	}
-	return total
 }
 
 // commitCounts reads the agent's state commits and the writes they carried

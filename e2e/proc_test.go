@@ -50,6 +50,27 @@ func readProc(pid int) (p proc, ok bool) {
 	return p, true
 }
 
+// cpuTime is the CPU time all threads of process pid have used so far
+// (user and system, from /proc/<pid>/task/*/schedstat), 0 if unreadable.
+func cpuTime(pid int) time.Duration {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	var total time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			continue
+		}
+		if ns, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+			total += time.Duration(ns)
+		}
+	}
+	return total
+}
+
 // scanProcs returns every live process.
 func scanProcs() map[int]proc {
 	ents, err := os.ReadDir("/proc")
