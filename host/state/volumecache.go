@@ -25,16 +25,24 @@ import (
 // record.
 //
 // Deletes are the exception: a reader whose snapshot predates a delete
-// still finds the old bytes and would cache them after DeleteVolume's
-// forget, keeping an entry for a volume that is gone, and that nobody
-// reads again, for the agent's life. So a delete raises floor to its
-// transaction's ID before it commits, and neither a read from an older
-// snapshot nor a write from that transaction or an older one is cached.
+// still finds the old bytes and caches them after DeleteVolume dropped the
+// entry, keeping one for a volume that is gone and that nobody reads
+// again. Such an entry is harmless (keyed by content, it can only ever
+// answer for bytes that decode to it) but would stay for the agent's life,
+// so every sweepEvery deletes the entries of volumes no longer stored are
+// swept out: there are never more stale ones than reads that overlapped
+// those deletes. An earlier version refused to cache anything read or
+// written in a snapshot older than the last delete; with deletes in most
+// group commits under load, that missed half the reads.
 type volumeCache struct {
-	mu    sync.Mutex
-	m     map[string]cachedVolume
-	floor int // no entry is cached from a read transaction older than this
+	mu sync.Mutex
+	m  map[string]cachedVolume
+	// deletes counts the deletes since the last sweep.
+	deletes int
 }
+
+// sweepEvery is how many deletes a sweep of stale entries waits for.
+const sweepEvery = 64
 
 type cachedVolume struct {
 	raw []byte
@@ -42,10 +50,9 @@ type cachedVolume struct {
 }
 
 // get returns volume id as stored in raw (the bucket's value, valid for the
-// read's transaction only), decoding it only when raw is new; txID is the
-// read transaction's ID. A nil cache decodes every time (a Tx made outside
-// DB.Update).
-func (c *volumeCache) get(txID int, id string, raw []byte) (*csi.Volume, error) {
+// read's transaction only), decoding it only when raw is new. A nil cache
+// decodes every time (a Tx made outside DB.Update).
+func (c *volumeCache) get(id string, raw []byte) (*csi.Volume, error) {
 	if c != nil {
 		c.mu.Lock()
 		e, ok := c.m[id]
@@ -61,20 +68,17 @@ func (c *volumeCache) get(txID int, id string, raw []byte) (*csi.Volume, error) 
 	if c == nil {
 		return v, nil
 	}
-	// A read transaction's ID is the last commit it sees: one equal to
-	// the floor sees the delete.
-	c.put(id, bytes.Clone(raw), v, func(floor int) bool { return txID >= floor })
+	c.put(id, bytes.Clone(raw), v)
 	return v.Clone(), nil
 }
 
-// wrote records what PutVolume wrote in transaction txID: raw, which the
-// cache takes, encodes v, which the caller keeps. The entry holds what a
+// wrote records what PutVolume wrote: raw, which the cache takes, encodes v, which the caller keeps. The entry holds what a
 // decode of raw would give: a clone of v whose times went through JSON, the
 // only fields a decode does not give back as they were (time.Now carries a
 // monotonic reading and the Local location; a decode carries neither).
 // TestVolumeCacheWriteEqualsDecode fills every field of a volume to check
 // that no other field differs.
-func (c *volumeCache) wrote(txID int, id string, raw []byte, v *csi.Volume) {
+func (c *volumeCache) wrote(id string, raw []byte, v *csi.Volume) {
 	d := v.Clone()
 	d.CreateTime, d.ModifyTime = viaJSON(d.CreateTime), viaJSON(d.ModifyTime)
 	for _, cl := range d.Claims {
@@ -82,9 +86,7 @@ func (c *volumeCache) wrote(txID int, id string, raw []byte, v *csi.Volume) {
 			cl.CreateTime, cl.ModifyTime = viaJSON(cl.CreateTime), viaJSON(cl.ModifyTime)
 		}
 	}
-	// A write transaction's ID is its own: one equal to the floor holds
-	// the delete, which may have come after this write.
-	c.put(id, raw, d, func(floor int) bool { return txID > floor })
+	c.put(id, raw, d)
 }
 
 // viaJSON is t as a JSON round trip gives it back.
@@ -100,28 +102,14 @@ func viaJSON(t time.Time) time.Time {
 	return out
 }
 
-// put caches raw (which the cache owns) as decoding to v (likewise) if
-// newer says the bytes are as new as the last delete's floor. It decides
-// under the lock that deleting takes, so no delete can slip in between.
-func (c *volumeCache) put(id string, raw []byte, v *csi.Volume, newer func(floor int) bool) {
+// put caches raw (which the cache owns) as decoding to v (likewise).
+func (c *volumeCache) put(id string, raw []byte, v *csi.Volume) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !newer(c.floor) {
-		return
-	}
 	if c.m == nil {
 		c.m = make(map[string]cachedVolume)
 	}
 	c.m[id] = cachedVolume{raw: raw, v: v}
-}
-
-// deleting is called by a write transaction (ID txID) that deletes a
-// volume, before it commits: reads from older snapshots, which may still
-// see the volume, no longer cache.
-func (c *volumeCache) deleting(txID int) {
-	c.mu.Lock()
-	c.floor = max(c.floor, txID)
-	c.mu.Unlock()
 }
 
 // forget drops a volume that is gone.
@@ -134,6 +122,33 @@ func (c *volumeCache) forget(id string) {
 	c.mu.Unlock()
 }
 
+// deleted drops a volume whose delete committed, and reports whether a
+// sweep is due.
+func (c *volumeCache) deleted(id string) (sweep bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, id)
+	c.deletes++
+	if c.deletes < sweepEvery {
+		return false
+	}
+	c.deletes = 0
+	return true
+}
+
+// sweep drops the entries of volumes that tx does not hold: those a reader
+// on a snapshot older than their delete put back.
+func (c *volumeCache) sweep(tx *bbolt.Tx) {
+	b := tx.Bucket([]byte(bucketVolumes))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id := range c.m {
+		if b.Get([]byte(id)) == nil {
+			delete(c.m, id)
+		}
+	}
+}
+
 // read reads volume id in tx, through the cache: the one reader of a
 // volume record, for DB.Volume and Tx.Volume.
 func (c *volumeCache) read(tx *bbolt.Tx, id string) (*csi.Volume, error) {
@@ -142,7 +157,7 @@ func (c *volumeCache) read(tx *bbolt.Tx, id string) (*csi.Volume, error) {
 		c.forget(id)
 		return nil, fmt.Errorf("volume %q: %w", id, csi.ErrVolumeNotFound)
 	}
-	v, err := c.get(tx.ID(), id, raw)
+	v, err := c.get(id, raw)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("volume %s: %w", id, err)

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
+
+	"go.etcd.io/bbolt"
 
 	"github.com/pluginhost/pluginhost/csi"
 )
@@ -73,12 +76,51 @@ func TestVolumeCacheFollowsWrites(t *testing.T) {
 	}
 }
 
-// A reader whose snapshot predates a delete still finds the record; what
-// it decodes must not stay cached for a volume that is gone.
+// A reader whose snapshot predates a delete still finds the record and
+// caches it again; the sweep after sweepEvery deletes takes such entries
+// out, so a volume that is gone does not stay cached.
 func TestVolumeCacheForgetsDeleted(t *testing.T) {
 	db := openTest(t, statePath(t), Options{})
-	if err := db.PutVolume(&csi.Volume{ID: "gone", PluginID: "p"}); err != nil {
+	db.bolt.NoSync = true // only the cache is tested
+	if err := db.Update(func(tx *Tx) error {
+		for i := range sweepEvery {
+			if err := tx.PutVolume(&csi.Volume{ID: fmt.Sprintf("other-%d", i), PluginID: "p"}); err != nil {
+				return err
+			}
+		}
+		return tx.PutVolume(&csi.Volume{ID: "gone", PluginID: "p"})
+	}); err != nil {
 		t.Fatal(err)
+	}
+	// A write and a read are cached.
+	if err := db.PutVolume(&csi.Volume{ID: "kept", PluginID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Volume("gone"); err != nil {
+		t.Fatal(err)
+	}
+	cached := func(id string) bool {
+		db.vols.mu.Lock()
+		defer db.vols.mu.Unlock()
+		_, ok := db.vols.m[id]
+		return ok
+	}
+	if !cached("gone") || !cached("kept") {
+		t.Fatal("a read and a write left no cache entry")
+	}
+
+	// A read transaction held open blocks bbolt from growing its map,
+	// which the delete below must then not need: free pages first.
+	for range 2 {
+		if err := db.bolt.Update(func(tx *bbolt.Tx) error {
+			b := tx.Bucket([]byte(bucketVolumes))
+			if b.Get([]byte("scratch")) != nil {
+				return b.Delete([]byte("scratch"))
+			}
+			return b.Put([]byte("scratch"), make([]byte, 1<<20))
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	old, err := db.bolt.Begin(false)
 	if err != nil {
@@ -87,16 +129,29 @@ func TestVolumeCacheForgetsDeleted(t *testing.T) {
 	if err := db.DeleteVolume("gone"); err != nil {
 		t.Fatal(err)
 	}
+	if cached("gone") {
+		t.Fatal("the delete left the volume cached")
+	}
 	if _, err := db.vols.read(old, "gone"); err != nil {
 		t.Fatalf("the old snapshot's read: %v", err)
 	}
 	if err := old.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	db.vols.mu.Lock()
-	defer db.vols.mu.Unlock()
-	if _, ok := db.vols.m["gone"]; ok {
-		t.Fatal("a deleted volume stays cached, read from a snapshot older than its delete")
+	if !cached("gone") {
+		t.Fatal("the old snapshot's read did not cache: nothing left for the sweep to test")
+	}
+	// The delete above was one; the last of these sweeps.
+	for i := range sweepEvery - 1 {
+		if err := db.DeleteVolume(fmt.Sprintf("other-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cached("gone") {
+		t.Fatalf("a deleted volume stays cached after %d deletes", sweepEvery)
+	}
+	if !cached("kept") {
+		t.Fatal("the sweep took the entry of a volume that is still stored")
 	}
 }
 

@@ -28,9 +28,7 @@ func (db *DB) PutVolume(v *csi.Volume) error {
 	if err != nil {
 		return fmt.Errorf("put volume %s: encode: %w", v.ID, err)
 	}
-	var txID int
 	err = db.batch("put volume "+v.ID, func(tx *bbolt.Tx) error {
-		txID = tx.ID()
 		if err := tx.Bucket([]byte(bucketVolumes)).Put([]byte(v.ID), raw); err != nil {
 			return fmt.Errorf("put %q: %w", v.ID, err)
 		}
@@ -38,7 +36,7 @@ func (db *DB) PutVolume(v *csi.Volume) error {
 	})
 	if err == nil {
 		// The next read finds exactly these bytes: it need not decode them.
-		db.vols.wrote(txID, v.ID, raw, v)
+		db.vols.wrote(v.ID, raw, v)
 	}
 	return err
 }
@@ -46,13 +44,20 @@ func (db *DB) PutVolume(v *csi.Volume) error {
 // DeleteVolume implements csi.VolumeStore.
 func (db *DB) DeleteVolume(id string) error {
 	err := db.batch("delete volume "+id, func(tx *bbolt.Tx) error {
-		db.vols.deleting(tx.ID())
 		return deleteKey(tx.Bucket([]byte(bucketVolumes)), []byte(id))
 	})
-	if err == nil {
-		db.vols.forget(id)
+	if err != nil {
+		return err
 	}
-	return err
+	if db.vols.deleted(id) {
+		// A failed sweep leaves entries that only cost memory; the
+		// next one takes them.
+		_ = db.view("sweep the volume cache", func(tx *bbolt.Tx) error {
+			db.vols.sweep(tx)
+			return nil
+		})
+	}
+	return nil
 }
 
 // Volume implements csi.VolumeStore.
