@@ -165,7 +165,7 @@
 // BenchmarkVolumes100 (e2e): 2.7 commits per volume without the wait, 1.0
 // with it; x-bare about 1.43 before, 1.30 to 1.37 after, with the decode
 // cache (volumecache.go) and the event stream's shared flushes, and a
-// median of 1.30 (42 runs, 1.15 to 1.48) once the cache kept entries
+// median of 1.30 (62 runs, 1.15 to 1.48) once the cache kept entries
 // across deletes. A longer wait (4 ms, gaps up to two commits) cuts the
 // commits by a third again but measures no better (16 alternating runs):
 // the plugin's queue then runs dry while writes wait, its idle gaps over
