@@ -30,10 +30,11 @@ import (
 // again. Such an entry is harmless (keyed by content, it can only ever
 // answer for bytes that decode to it) but would stay for the agent's life,
 // so every sweepEvery deletes the entries of volumes no longer stored are
-// swept out: there are never more stale ones than reads that overlapped
-// those deletes. An earlier version refused to cache anything read or
-// written in a snapshot older than the last delete; with deletes in most
-// group commits under load, that missed half the reads.
+// swept out: there are never more stale ones than reads and writes that
+// overlapped those deletes. An earlier version refused to cache anything
+// read or written in a snapshot older than the last delete; with a delete
+// in most group commits under load, decoding was back at about 5% of the
+// agent's CPU.
 type volumeCache struct {
 	mu sync.Mutex
 	m  map[string]cachedVolume
