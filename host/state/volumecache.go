@@ -73,10 +73,11 @@ func (c *volumeCache) get(id string, raw []byte) (*csi.Volume, error) {
 	return v.Clone(), nil
 }
 
-// wrote records what PutVolume wrote: raw, which the cache takes, encodes v, which the caller keeps. The entry holds what a
-// decode of raw would give: a clone of v whose times went through JSON, the
-// only fields a decode does not give back as they were (time.Now carries a
-// monotonic reading and the Local location; a decode carries neither).
+// wrote records what PutVolume wrote: raw, which the cache takes, encodes
+// v, which the caller keeps. The entry holds what a decode of raw would
+// give: a clone of v whose times went through JSON, the only fields a
+// decode does not give back as they were (time.Now carries a monotonic
+// reading and the Local location; a decode carries neither).
 // TestVolumeCacheWriteEqualsDecode fills every field of a volume to check
 // that no other field differs.
 func (c *volumeCache) wrote(id string, raw []byte, v *csi.Volume) {
@@ -138,15 +139,28 @@ func (c *volumeCache) deleted(id string) (sweep bool) {
 }
 
 // sweep drops the entries of volumes that tx does not hold: those a reader
-// on a snapshot older than their delete put back.
+// on a snapshot older than their delete put back. The lookups run without
+// the lock, so that reads do not wait for a sweep of many volumes; an
+// entry put back for a volume created again meanwhile is dropped too,
+// which costs that volume one decode.
 func (c *volumeCache) sweep(tx *bbolt.Tx) {
+	c.mu.Lock()
+	ids := make([]string, 0, len(c.m))
+	for id := range c.m {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
 	b := tx.Bucket([]byte(bucketVolumes))
+	gone := ids[:0]
+	for _, id := range ids {
+		if b.Get([]byte(id)) == nil {
+			gone = append(gone, id)
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for id := range c.m {
-		if b.Get([]byte(id)) == nil {
-			delete(c.m, id)
-		}
+	for _, id := range gone {
+		delete(c.m, id)
 	}
 }
 

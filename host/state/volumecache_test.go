@@ -126,6 +126,9 @@ func TestVolumeCacheForgetsDeleted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A failure below must not leave it open: closing the store would
+	// wait for it forever.
+	t.Cleanup(func() { _ = old.Rollback() })
 	if err := db.DeleteVolume("gone"); err != nil {
 		t.Fatal(err)
 	}
