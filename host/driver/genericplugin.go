@@ -95,7 +95,7 @@ func (d *GoPlugin) launchConfig(spec *PluginSpec) (launchConfig, error) {
 // does not speak into ones that say so. line is the plugin's handshake
 // line ("" when unknown, as on re-attach): CORE|APP|NETWORK|ADDR|PROTOCOL
 // [|CERT[|MUX]].
-func explainLaunch(line string, cc *plugin.ClientConfig, err error) error {
+func explainLaunch(line string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -111,9 +111,6 @@ func explainLaunch(line string, cc *plugin.ClientConfig, err error) error {
 		if len(parts) >= 6 && len(parts[5]) > 50 {
 			return fmt.Errorf("plugin sent a TLS certificate in its handshake (AutoMTLS): %w; plugins that need TLS are not supported: %w", ErrNotPlainGRPC, err)
 		}
-	}
-	if cc.TLSConfig != nil {
-		return fmt.Errorf("plugin sent a TLS certificate in its handshake (AutoMTLS): %w; plugins that need TLS are not supported: %w", ErrNotPlainGRPC, err)
 	}
 	return err
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/pluginhost/pluginhost/internal/testbin"
 )
 
-func startSpec(t *testing.T, d *GoPlugin, command string, spec *PluginSpec) (PluginTask, error) {
+func startSpec(t *testing.T, d *GoPlugin, command string, spec *PluginSpec, extraEnv ...string) (PluginTask, error) {
 	t.Helper()
 	dir := t.TempDir()
 	sockDir := filepath.Join(dir, "s")
@@ -29,7 +29,7 @@ func startSpec(t *testing.T, d *GoPlugin, command string, spec *PluginSpec) (Plu
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	task, err := d.Start(ctx, &StartRequest{
-		Command: command, Env: []string{"PATH=/usr/bin:/bin"}, WorkDir: dir,
+		Command: command, Env: append([]string{"PATH=/usr/bin:/bin"}, extraEnv...), WorkDir: dir,
 		SocketDir: sockDir, Stdout: out, Stderr: out, Plugin: spec,
 	})
 	if err != nil {
@@ -90,5 +90,13 @@ func TestGoPluginRefusesNetRPCAndTLS(t *testing.T) {
 	t.Logf("TLS plugin refused: %v", err)
 	if !errors.Is(err, ErrNotPlainGRPC) || !strings.Contains(err.Error(), "TLS") {
 		t.Fatalf("TLS plugin: err = %v", err)
+	}
+	// A go-plugin server whose environment has PLUGIN_CLIENT_CERT turns
+	// AutoMTLS on and sends a certificate in its handshake line, on which
+	// go-plugin v1.8's client panics: the test process would die of it.
+	_, err = startSpec(t, d, testbin.MustPath(t, "plugin-go-grpc"), exampleSpec, "PLUGIN_CLIENT_CERT=any")
+	t.Logf("AutoMTLS plugin refused: %v", err)
+	if !errors.Is(err, ErrNotPlainGRPC) || !strings.Contains(err.Error(), "TLS certificate") {
+		t.Fatalf("AutoMTLS plugin: err = %v", err)
 	}
 }

@@ -156,7 +156,7 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 		Logger:       logger.Named("go-plugin"),
 	}
 	client := plugin.NewClient(cc)
-	t, err := d.finish(ctx, client, cc, lc, func() string { return pr.handshake() }, func() *proc {
+	t, err := d.finish(ctx, client, lc, func() string { return pr.handshake() }, func() *proc {
 		if pr == nil {
 			return nil
 		}
@@ -185,18 +185,28 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 	return t, nil
 }
 
+// connect is client.Client, with a panic in go-plugin's handshake turned
+// into an error: go-plugin v1.8 writes a certificate the plugin sends in
+// its handshake line (a server started with AutoMTLS) into a TLS config
+// this client never set, a nil pointer, and re-panics after killing the
+// plugin. A
+// plugin must not be able to bring the agent down with its handshake line.
+func connect(client *plugin.Client) (rpc plugin.ClientProtocol, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			rpc, err = nil, fmt.Errorf("go-plugin failed on the plugin's handshake: %v", r)
+		}
+	}()
+	return client.Client()
+}
+
 // finish connects, dispenses and identifies.
 //
 // handshake is the plugin's handshake line, for explaining a refusal.
-func (d *GoPlugin) finish(ctx context.Context, client *plugin.Client, cc *plugin.ClientConfig, lc launchConfig, handshake func() string, p func() *proc) (*pluginTask, error) {
-	rpc, err := client.Client()
+func (d *GoPlugin) finish(ctx context.Context, client *plugin.Client, lc launchConfig, handshake func() string, p func() *proc) (*pluginTask, error) {
+	rpc, err := connect(client)
 	if err != nil {
-		return nil, explainLaunch(handshake(), cc, err)
-	}
-	if cc.TLSConfig != nil {
-		// go-plugin accepted a server certificate the plugin sent on its
-		// own: every other client of the socket would fail its handshake.
-		return nil, explainLaunch(handshake(), cc, errors.New("refused"))
+		return nil, explainLaunch(handshake(), err)
 	}
 	raw, err := rpc.Dispense(lc.dispense)
 	if err != nil {
@@ -257,7 +267,7 @@ func (d *GoPlugin) Recover(ctx context.Context, h *Handle, logger hclog.Logger) 
 		Logger:     logger.Named("go-plugin"),
 	}
 	client := plugin.NewClient(cc)
-	t, err := d.finish(ctx, client, cc, lc, func() string { return "" }, func() *proc { return p })
+	t, err := d.finish(ctx, client, lc, func() string { return "" }, func() *proc { return p })
 	if err != nil {
 		// The start time proved the process is our task, but we cannot
 		// talk to it: kill it (bounded), so that the caller's restart does
