@@ -276,10 +276,10 @@ func countAllocs(tasks []declaredTask) int {
 // genericPluginType is the registry type a task's go_plugin config
 // declares, "" for other tasks.
 func genericPluginType(t *jobspec.Task) string {
-	if t == nil || t.Driver != jobspec.DriverGoPlugin || t.Config == nil || t.Config.Plugin == nil {
-		return ""
+	if p := t.GenericPlugin(); p != nil {
+		return p.Type
 	}
-	return t.Config.Plugin.Type
+	return ""
 }
 
 var _ api.RegistryBackend = (*Agent)(nil)

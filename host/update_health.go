@@ -125,7 +125,7 @@ func isPluginTask(g *jobspec.TaskGroup, name string) bool {
 	}
 	for _, t := range g.Tasks {
 		if t.Name == name {
-			return t.CSIPluginConfig != nil || (t.Driver == jobspec.DriverGoPlugin && t.Config != nil && t.Config.Plugin != nil)
+			return t.CSIPluginConfig != nil || t.GenericPlugin() != nil
 		}
 	}
 	return false

@@ -10,7 +10,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/dynamic"
-	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
 
@@ -112,8 +111,7 @@ func NewHook(cfg Config) (func(req *taskrunner.HookRequest) []taskrunner.Hook, e
 			return nil
 		}
 		t := req.Task
-		generic := t.Driver == jobspec.DriverGoPlugin && t.Config != nil && t.Config.Plugin != nil
-		if t.CSIPluginConfig == nil && !generic {
+		if t.CSIPluginConfig == nil && t.GenericPlugin() == nil {
 			return nil
 		}
 		return []taskrunner.Hook{newSupervisor(&c, req, logger)}

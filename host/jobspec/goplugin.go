@@ -64,6 +64,16 @@ type GoPluginProvides struct {
 	HealthTimeout time.Duration
 }
 
+// GenericPlugin is the plugin a go_plugin task's config declares (a
+// `plugin` block: a generic plugin, not an sdk CSI plugin), nil for every
+// other task.
+func (t *Task) GenericPlugin() *GoPluginProvides {
+	if t == nil || t.Driver != DriverGoPlugin || t.Config == nil {
+		return nil
+	}
+	return t.Config.Plugin
+}
+
 var handshakeSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "magic_cookie_key"}, {Name: "magic_cookie_value"}, {Name: "protocol_versions"}},
 }
@@ -211,10 +221,10 @@ func (v *validation) handshake(f string, h *GoPluginHandshake) {
 // GoPluginNote says, for job validate, what pluginhost does with a task's
 // go_plugin config beyond what Nomad would; "" for other tasks.
 func GoPluginNote(t *Task) string {
-	if t == nil || t.Driver != DriverGoPlugin || t.Config == nil || t.Config.Plugin == nil {
+	p := t.GenericPlugin()
+	if p == nil {
 		return ""
 	}
-	p := t.Config.Plugin
 	hs := "the sdk's handshake"
 	if h := t.Config.Handshake; h != nil {
 		hs = fmt.Sprintf("handshake %s=%s, protocol versions %v", h.MagicCookieKey, h.MagicCookieValue, h.ProtocolVersions)

@@ -11,10 +11,11 @@ import (
 // plugin is re-attached with the plugin set and identity check it was
 // launched with.
 func pluginSpec(t *jobspec.Task) *driver.PluginSpec {
-	if t == nil || t.Driver != jobspec.DriverGoPlugin || t.Config == nil || t.Config.Plugin == nil {
+	p := t.GenericPlugin()
+	if p == nil {
 		return nil
 	}
-	spec := &driver.PluginSpec{Dispense: t.Config.Plugin.Type}
+	spec := &driver.PluginSpec{Dispense: p.Type}
 	if h := t.Config.Handshake; h != nil {
 		spec.MagicCookieKey, spec.MagicCookieValue = h.MagicCookieKey, h.MagicCookieValue
 		spec.ProtocolVersions = append([]int(nil), h.ProtocolVersions...)
