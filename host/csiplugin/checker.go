@@ -56,10 +56,10 @@ func (c *csiChecker) ready(ctx context.Context) (*registration, error) {
 func (c *csiChecker) registration(info *csipb.GetPluginInfoResponse) *registration {
 	s := c.sv.s
 	return &registration{version: info.GetVendorVersion(), options: map[string]string{
-		"Provider":            info.GetName(),
-		"ProviderVersion":     info.GetVendorVersion(),
-		"MountDir":            s.mountDir,
-		"StagePublishBaseDir": s.stageDir,
+		"Provider":                    info.GetName(),
+		"ProviderVersion":             info.GetVendorVersion(),
+		csi.OptionMountDir:            s.mountDir,
+		csi.OptionStagePublishBaseDir: s.stageDir,
 	}}
 }
 
