@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -182,17 +181,7 @@ func TestMetrics(t *testing.T) {
 	}
 
 	// enable_debug serves the profiler.
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", e.sock)
-	}}}
-	defer hc.CloseIdleConnections()
-	resp, err := hc.Get("http://agent/debug/pprof/goroutine?debug=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("/debug/pprof/goroutine: %s", resp.Status)
+	if code, _ := rawAPI(t, e, http.MethodGet, "/debug/pprof/goroutine?debug=1", ""); code != http.StatusOK {
+		t.Errorf("/debug/pprof/goroutine: %d", code)
 	}
 }
