@@ -132,13 +132,17 @@ func BenchmarkPutVolume(b *testing.B) {
 	}
 }
 
-// countCommits is a CommitObserver that counts commits and their writes.
+// countCommits is a CommitObserver that counts the commits that succeeded
+// and the writes they carried.
 type countCommits struct {
 	mu             sync.Mutex
 	commits, write int
 }
 
-func (c *countCommits) ObserveCommit(writes int, _ time.Duration, _ error) {
+func (c *countCommits) ObserveCommit(writes int, _ time.Duration, err error) {
+	if err != nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.commits++

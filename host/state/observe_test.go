@@ -4,34 +4,18 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/pluginhost/pluginhost/csi"
 )
 
-type commitRecorder struct {
-	mu      sync.Mutex
-	commits int
-	writes  int
-}
-
-func (r *commitRecorder) ObserveCommit(writes int, d time.Duration, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err == nil && d > 0 {
-		r.commits++
-		r.writes += writes
-	}
-}
-
 // Every write is reported once, inside the commit that carried it: a group
 // commit reports its writes together.
 func TestCommitObserverCountsWrites(t *testing.T) {
-	rec := &commitRecorder{}
+	rec := &countCommits{}
 	db := openTest(t, statePath(t), Options{Commits: rec})
 	// Open sets up a fresh file in commits of its own.
 	rec.mu.Lock()
-	rec.commits, rec.writes = 0, 0
+	rec.commits, rec.write = 0, 0
 	rec.mu.Unlock()
 	if err := db.Update(func(tx *Tx) error { return nil }); err != nil {
 		t.Fatal(err)
@@ -48,8 +32,8 @@ func TestCommitObserverCountsWrites(t *testing.T) {
 	wg.Wait()
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	if rec.writes != n+1 {
-		t.Fatalf("%d writes reported, want %d", rec.writes, n+1)
+	if rec.write != n+1 {
+		t.Fatalf("%d writes reported, want %d", rec.write, n+1)
 	}
 	if rec.commits < 2 || rec.commits > n+1 {
 		t.Fatalf("%d commits reported for %d writes", rec.commits, n+1)
