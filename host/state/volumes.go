@@ -16,13 +16,22 @@ const bucketVolumes = "volumes"
 
 var _ csi.VolumeStore = (*DB)(nil)
 
-// PutVolume implements csi.VolumeStore.
-func (db *DB) PutVolume(v *csi.Volume) error {
+// checkVolume refuses what no volume record may be: nil, or an ID that is
+// not a valid key.
+func checkVolume(v *csi.Volume) error {
 	if v == nil {
 		return fmt.Errorf("put volume: nil volume")
 	}
 	if err := checkName("volume ID", v.ID); err != nil {
 		return fmt.Errorf("put volume: %w", err)
+	}
+	return nil
+}
+
+// PutVolume implements csi.VolumeStore.
+func (db *DB) PutVolume(v *csi.Volume) error {
+	if err := checkVolume(v); err != nil {
+		return err
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {
@@ -112,11 +121,8 @@ func (t *Tx) Volume(id string) (*csi.Volume, error) { return t.vols.read(t.tx, i
 // PutVolume implements csi.VolumeTx: the record commits with the rest of
 // the transaction.
 func (t *Tx) PutVolume(v *csi.Volume) error {
-	if v == nil {
-		return fmt.Errorf("put volume: nil volume")
-	}
-	if err := checkName("volume ID", v.ID); err != nil {
-		return fmt.Errorf("put volume: %w", err)
+	if err := checkVolume(v); err != nil {
+		return err
 	}
 	if err := putJSON(t.tx.Bucket([]byte(bucketVolumes)), []byte(v.ID), v); err != nil {
 		return fmt.Errorf("put volume %s: %w", v.ID, err)
