@@ -283,3 +283,50 @@ func dumpAllocs(as []*AllocState) string {
 	}
 	return b.String()
 }
+
+// AllocEnded, which the volume reconciler asks of every claim, says an
+// allocation is over only when its record is gone or every task it wrote
+// is dead.
+func TestAllocEnded(t *testing.T) {
+	db := openTest(t, statePath(t), Options{})
+	ended := func(id string, want bool) {
+		t.Helper()
+		got, err := db.AllocEnded(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("AllocEnded(%q) = %v, want %v", id, got, want)
+		}
+	}
+	ended("never-recorded", true)
+
+	if err := db.PutAlloc(testAlloc("a")); err != nil {
+		t.Fatal(err)
+	}
+	ended("a", false) // recorded, no task written yet
+
+	// A task with only a handle has no state to say it is dead.
+	if err := db.PutTaskHandle("a", "main", &TaskHandle{Driver: jobspec.DriverGoPlugin, Pid: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ended("a", false)
+
+	if err := db.PutTaskState("a", "main", &TaskState{State: TaskStateDead, FinishedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutTaskState("a", "sidecar", &TaskState{State: TaskStateRunning, StartedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	ended("a", false) // one of two tasks still running
+
+	if err := db.PutTaskState("a", "sidecar", &TaskState{State: TaskStateDead, Failed: true, FinishedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	ended("a", true)
+
+	if err := db.DeleteAlloc("a"); err != nil {
+		t.Fatal(err)
+	}
+	ended("a", true)
+}
