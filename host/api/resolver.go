@@ -98,9 +98,14 @@ func (r *pluginResolver) run(ctx context.Context) {
 	defer close(r.done)
 	wait := resolverRetryMin
 	for {
-		err := r.follow(ctx)
+		synced, err := r.follow(ctx)
 		if ctx.Err() != nil {
 			return
+		}
+		if synced {
+			// The agent answered this time: the stream's end is a new
+			// outage (a restart), not the last one going on.
+			wait = resolverRetryMin
 		}
 		r.cc.ReportError(fmt.Errorf("pluginhost resolver %s: %w", r.key(), err))
 		t := time.NewTimer(wait)
@@ -114,29 +119,30 @@ func (r *pluginResolver) run(ctx context.Context) {
 	}
 }
 
-// follow is one subscription: it returns when the stream ends.
-func (r *pluginResolver) follow(ctx context.Context) error {
+// follow is one subscription: it returns when the stream ends, and
+// whether it got as far as the agent's answer.
+func (r *pluginResolver) follow(ctx context.Context) (synced bool, err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := r.client.Events(sctx, TopicPlugin)
 	if err != nil {
-		return fmt.Errorf("subscribing to the agent's events: %w", err)
+		return false, fmt.Errorf("subscribing to the agent's events: %w", err)
 	}
 	defer stream.Close()
 	if err := r.sync(sctx); err != nil {
-		return err
+		return false, err
 	}
 	for {
 		ev, err := stream.Next(sctx)
 		if err != nil {
-			return fmt.Errorf("agent event stream: %w", err)
+			return true, fmt.Errorf("agent event stream: %w", err)
 		}
 		switch {
 		case ev.Topic == TopicAgent:
 			// Events were lost or this subscriber was dropped: what is
 			// active now is the agent's to say.
 			if err := r.sync(sctx); err != nil {
-				return err
+				return true, err
 			}
 		case ev.Type == EventPluginActive && ev.Key == r.key():
 			r.update(ev.Payload.Instance)
