@@ -29,9 +29,9 @@ const (
 // dispensing it yields the *grpc.ClientConn to the plugin's socket.
 type CSIPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
-	cfg *Config // nil on the host side
-	// register, when set, replaces cfg.registerServices (the plugin set
-	// shares one registration among its entries).
+	// register puts the plugin's services on go-plugin's server (one
+	// registration the plugin set shares among its entries); nil on the
+	// host side.
 	register func(*grpc.Server)
 }
 
@@ -39,14 +39,10 @@ var _ plugin.GRPCPlugin = (*CSIPlugin)(nil)
 
 // GRPCServer implements plugin.GRPCPlugin.
 func (p *CSIPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
-	if p.cfg == nil {
+	if p.register == nil {
 		return errors.New("sdk: CSIPlugin has no Config: the host-side plugin cannot serve")
 	}
-	if p.register != nil {
-		p.register(s)
-		return nil
-	}
-	p.cfg.registerServices(s)
+	p.register(s)
 	return nil
 }
 
@@ -128,7 +124,7 @@ func pluginVersions(cfg *Config) map[int]plugin.PluginSet {
 	register := func(s *grpc.Server) { once.Do(func() { cfg.registerServices(s) }) }
 	set := plugin.PluginSet{}
 	if cfg.Identity != nil {
-		set[PluginCSI] = &CSIPlugin{cfg: cfg, register: register}
+		set[PluginCSI] = &CSIPlugin{register: register}
 	}
 	for _, t := range cfg.Types {
 		set[t] = &ConnPlugin{register: register}
