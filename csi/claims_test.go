@@ -176,6 +176,11 @@ func TestClaimsTxCommitsWithCallersTransaction(t *testing.T) {
 	if _, err := vm.Create(volSpec("tv", "absent", mib)); err != nil {
 		t.Fatal(err)
 	}
+	// Once the volume's own pass has recorded what it waits for, nothing
+	// else takes the record's lock: the lock count below is the test's.
+	log.waitFor(t, "volume waiting for its plugin", func(ch volChange) bool {
+		return ch.V.ID == "tv" && strings.HasPrefix(ch.V.StateDescription, "waiting")
+	})
 	req := func(vol, alloc string) ClaimRequest {
 		return ClaimRequest{VolumeID: vol, AllocID: alloc, JobID: "j", TaskGroup: "g",
 			AccessMode: "single-node-writer", AttachmentMode: "file-system"}
@@ -204,6 +209,18 @@ func TestClaimsTxCommitsWithCallersTransaction(t *testing.T) {
 		_, err := vm.Delete("tv")
 		deleted <- err
 	}()
+	// The delete must wait for the record's lock, which BeginClaims holds
+	// until End: it is not answered before the commit.
+	for deadline := time.Now().Add(10 * time.Second); vm.recMu.refs("tv") < 2; time.Sleep(time.Millisecond) {
+		select {
+		case err := <-deleted:
+			t.Fatalf("delete answered while the claim's transaction was open: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the delete never waited for the record's lock")
+		}
+	}
 	tx.commit(t)
 	ct.End(true)
 	if err := <-deleted; err == nil || !strings.Contains(err.Error(), "in use by allocation a1") {

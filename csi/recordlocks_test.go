@@ -42,3 +42,13 @@ func TestRecordLocksPerID(t *testing.T) {
 		t.Fatalf("%d lock entries left after every holder left", len(l.locks))
 	}
 }
+
+// refs is how many hold or wait for id's lock.
+func (l *recordLocks) refs(id string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if rl := l.locks[id]; rl != nil {
+		return rl.refs
+	}
+	return 0
+}
