@@ -260,7 +260,10 @@ func (ar *AllocRunner) AllocDir() string { return ar.allocDir }
 func (ar *AllocRunner) Run() {
 	ar.runOnce.Do(func() {
 		stopping := ar.desiredStatus() == state.AllocDesiredStatusStop
-		if ar.ahooks != nil && !stopping {
+		// An allocation restored with every task dead (a finished batch
+		// job) launches nothing: its prerun would only claim volumes for
+		// postrun to release again.
+		if ar.ahooks != nil && !stopping && !ar.allDead() {
 			ar.ahooks.start()
 		}
 		for _, tr := range ar.tasks {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -465,5 +466,52 @@ func TestDestroyedStaysGone(t *testing.T) {
 	}
 	if len(allocs) != 0 {
 		t.Fatalf("a destroyed allocation came back: %+v", allocs[0])
+	}
+}
+
+// countingHook counts an allocation hook's prerun and postrun calls.
+type countingHook struct {
+	mu      sync.Mutex
+	preruns int
+	postrun chan struct{}
+}
+
+func (h *countingHook) Name() string { return "counting" }
+
+func (h *countingHook) Prerun(context.Context, *AllocHookRequest) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.preruns++
+	return nil
+}
+
+func (h *countingHook) Postrun(*AllocHookRequest) { close(h.postrun) }
+
+// An allocation restored with every task dead (a finished batch job) does
+// not run its prerun hooks again, which for volumes would claim them anew
+// only for postrun to release them; postrun still runs, for whatever the
+// previous agent had not released yet.
+func TestRestoredDeadAllocSkipsPrerun(t *testing.T) {
+	a := newAgent(t, "")
+	first := &countingHook{postrun: make(chan struct{})}
+	a.cfg.AllocHooks = func(*AllocHookRequest) []AllocHook { return []AllocHook{first} }
+	ar := a.run(testJob(jobspec.JobTypeBatch, rawTask("once", "exit", "0")))
+	<-ar.Done()
+	<-first.postrun
+
+	again := &countingHook{postrun: make(chan struct{})}
+	b := a.restartWith(func(c *Config) {
+		c.AllocHooks = func(*AllocHookRequest) []AllocHook { return []AllocHook{again} }
+	})
+	<-b.runners[0].Done()
+	select {
+	case <-again.postrun:
+	case <-time.After(30 * time.Second):
+		t.Fatal("postrun did not run for the restored dead allocation")
+	}
+	again.mu.Lock()
+	defer again.mu.Unlock()
+	if again.preruns != 0 {
+		t.Fatalf("prerun ran %d times for an allocation restored with every task dead", again.preruns)
 	}
 }
