@@ -186,6 +186,10 @@ func (sv *supervision) start(ctx context.Context, client checker) bool {
 			sv.s.label, sv.s.healthTimeout, err))
 		return false
 	}
+	// The health table has the check that just passed before the
+	// registry announces the plugin: whoever follows the registration
+	// finds its health too.
+	sv.tableHealth(nil)
 	if err := sv.register(info); err != nil {
 		if errors.Is(err, dynamic.ErrShutdown) || ctx.Err() != nil {
 			return false
@@ -338,6 +342,20 @@ func (sv *supervision) register(reg *registration) error {
 	return nil
 }
 
+// tableHealth records a generic plugin's check in the health table, which
+// `plugin status` reads; err nil is healthy.
+func (sv *supervision) tableHealth(err error) {
+	if !sv.s.generic {
+		return
+	}
+	h := Health{Type: sv.s.types[0], Name: sv.s.plugin.ID, AllocID: sv.s.allocID, Healthy: err == nil,
+		Description: "healthy", CheckedAt: time.Now()}
+	if err != nil {
+		h.Description = err.Error()
+	}
+	sv.s.cfg.Health.set(h)
+}
+
 // heartbeat probes every ProbeInterval until the supervision ends. As in
 // Nomad, a CSI plugin's failing heartbeat is reported, not acted on: the
 // CSI manager fingerprints health on its own and a restart is the job's
@@ -375,14 +393,7 @@ func (sv *supervision) heartbeat(ctx context.Context, client checker) {
 
 // setHealth turns a change of health into a task event; err nil is healthy.
 func (sv *supervision) setHealth(err error) {
-	if sv.s.generic {
-		h := Health{Type: sv.s.types[0], Name: sv.s.plugin.ID, AllocID: sv.s.allocID, Healthy: err == nil,
-			Description: "healthy", CheckedAt: time.Now()}
-		if err != nil {
-			h.Description = err.Error()
-		}
-		sv.s.cfg.Health.set(h)
-	}
+	sv.tableHealth(err)
 	if err == nil {
 		if sv.health != healthHealthy {
 			sv.health = healthHealthy
