@@ -339,7 +339,8 @@ func (v *validation) task(f string, g *TaskGroup, t *Task) {
 		if _, declared := g.Volumes[vm.Volume]; !declared {
 			v.Add(vf+".Volume", "Undeclared volume", "Group %q declares no volume %q.", g.Name, vm.Volume)
 		}
-		switch clean := path.Clean(vm.Destination); {
+		clean := path.Clean(vm.Destination)
+		switch {
 		case vm.Destination == "":
 			v.Add(vf+".Destination", "Invalid destination", "The destination must not be empty.")
 		case clean == "/":
@@ -349,10 +350,11 @@ func (v *validation) task(f string, g *TaskGroup, t *Task) {
 				"A relative destination is inside the task directory; %q leaves it or names the directory itself.", vm.Destination)
 		case strings.ContainsRune(vm.Destination, 0):
 			v.Add(vf+".Destination", "Invalid destination", "The destination must not contain NUL.")
-		case dests[vm.Destination]:
-			v.Add(vf+".Destination", "Duplicate destination", "Another volume_mount of this task already uses %q.", vm.Destination)
+		case dests[clean]:
+			// Compared clean: "/srv/d" and "/srv/d/" are one mount point.
+			v.Add(vf+".Destination", "Duplicate destination", "Another volume_mount of this task already uses %q.", clean)
 		}
-		dests[vm.Destination] = true
+		dests[clean] = true
 	}
 }
 
