@@ -173,10 +173,6 @@ func (c *Claim) clone() *Claim {
 		return nil
 	}
 	x := *c
-	if c.MountOptions != nil {
-		mo := *c.MountOptions
-		mo.MountFlags = slices.Clone(c.MountOptions.MountFlags)
-		x.MountOptions = &mo
-	}
+	x.MountOptions = c.MountOptions.clone()
 	return &x
 }

@@ -138,18 +138,13 @@ func newClaim(v *Volume, r ClaimRequest, now time.Time) *Claim {
 	if r.ReadOnly {
 		c.Mode = ClaimRead
 	}
+	// The job's mount options win; the volume's fill in its file system.
+	c.MountOptions = r.MountOptions.clone()
 	switch {
-	case r.MountOptions != nil:
-		mo := *r.MountOptions
-		mo.MountFlags = slices.Clone(r.MountOptions.MountFlags)
-		if mo.FSType == "" && v.MountOptions != nil {
-			mo.FSType = v.MountOptions.FSType
-		}
-		c.MountOptions = &mo
-	case v.MountOptions != nil:
-		mo := *v.MountOptions
-		mo.MountFlags = slices.Clone(v.MountOptions.MountFlags)
-		c.MountOptions = &mo
+	case c.MountOptions == nil:
+		c.MountOptions = v.MountOptions.clone()
+	case c.MountOptions.FSType == "" && v.MountOptions != nil:
+		c.MountOptions.FSType = v.MountOptions.FSType
 	}
 	return c
 }

@@ -86,6 +86,16 @@ type MountOptions struct {
 	MountFlags []string
 }
 
+// clone is a deep copy of m; nil stays nil, and so does a nil MountFlags.
+func (m *MountOptions) clone() *MountOptions {
+	if m == nil {
+		return nil
+	}
+	x := *m
+	x.MountFlags = slices.Clone(m.MountFlags)
+	return &x
+}
+
 // TopologyRequest is a volume's `topology_request`.
 type TopologyRequest struct {
 	Required  []*Topology
@@ -163,11 +173,7 @@ func (v *Volume) Clone() *Volume {
 			}
 		}
 	}
-	if v.MountOptions != nil {
-		mo := *v.MountOptions
-		mo.MountFlags = slices.Clone(v.MountOptions.MountFlags)
-		c.MountOptions = &mo
-	}
+	c.MountOptions = v.MountOptions.clone()
 	if v.RequestedTopologies != nil {
 		c.RequestedTopologies = &TopologyRequest{
 			Required:  cloneTopologies(v.RequestedTopologies.Required),
