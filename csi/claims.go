@@ -181,18 +181,24 @@ func (vm *VolumeManager) claimOne(r ClaimRequest, now time.Time) error {
 	return vm.commit(v, true)
 }
 
-// Release records that the allocation is done with its volumes and queues
-// the unwinding. Nothing waits for it: the reconciler finishes it, also
-// after a restart.
-func (vm *VolumeManager) Release(allocID string) error {
-	vols, err := vm.cfg.Store.Volumes()
-	if err != nil {
-		return err
-	}
+// Release records that the allocation is done with volumeIDs, the volumes
+// it claimed, and queues the unwinding. Nothing waits for it: the
+// reconciler finishes it, also after a restart; a claim on a volume left
+// out here is released by the volume's next pass once the allocation has
+// ended (releaseEnded).
+func (vm *VolumeManager) Release(allocID string, volumeIDs []string) error {
 	var errs []error
-	for _, v := range vols {
+	for _, id := range volumeIDs {
+		v, err := vm.cfg.Store.Volume(id)
+		if errors.Is(err, ErrVolumeNotFound) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		if c := v.claim(allocID); c != nil && c.Desired != ClaimReleased {
-			errs = append(errs, vm.setClaimsReleased(v.ID, func(c *Claim) bool { return c.AllocID == allocID }))
+			errs = append(errs, vm.setClaimsReleased(id, func(c *Claim) bool { return c.AllocID == allocID }))
 		}
 	}
 	return errors.Join(errs...)

@@ -189,7 +189,13 @@ func (h volumeHook) Prerun(ctx context.Context, req *taskrunner.AllocHookRequest
 
 // Postrun releases the allocation's claims; the reconciler unwinds them.
 func (h volumeHook) Postrun(req *taskrunner.AllocHookRequest) {
-	if err := h.a.volumes.Release(req.AllocID); err != nil {
+	var ids []string
+	for _, r := range claimRequests(req.Job, req.Group, req.AllocID, req.Index) {
+		if !slices.Contains(ids, r.VolumeID) {
+			ids = append(ids, r.VolumeID)
+		}
+	}
+	if err := h.a.volumes.Release(req.AllocID, ids); err != nil {
 		h.a.logger.Warn("releasing volume claims; the reconciler retries at its next pass", "alloc_id", req.AllocID, "error", err)
 	}
 }
