@@ -119,8 +119,7 @@ func (vm *VolumeManager) grantRefusal(v *Volume, c *Claim, holders []*Claim) (re
 			return fmt.Sprintf("allocation %s (job %q) holds a %s/%s claim; every claim of a volume uses one mode",
 				h.AllocID, h.JobID, h.AccessMode, h.AttachmentMode), "AccessMode"
 		}
-		oneWriter := c.AccessMode == "single-node-writer" || c.AccessMode == "multi-node-single-writer"
-		if oneWriter && c.Mode == ClaimWrite && h.Mode == ClaimWrite {
+		if OneWriter(c.AccessMode) && c.Mode == ClaimWrite && h.Mode == ClaimWrite {
 			return fmt.Sprintf("%s allows one writer, and allocation %s (job %q, group %q) holds the write claim",
 				c.AccessMode, h.AllocID, h.JobID, h.TaskGroup), "Source"
 		}

@@ -14,6 +14,13 @@ var accessModes = map[string]csipb.VolumeCapability_AccessMode_Mode{
 	"multi-node-multi-writer":  csipb.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER,
 }
 
+// OneWriter reports whether an access mode allows a single writer, so that
+// two write claims (or two versions of a writing job) cannot hold the
+// volume at once.
+func OneWriter(accessMode string) bool {
+	return accessMode == "single-node-writer" || accessMode == "multi-node-single-writer"
+}
+
 // AttachmentBlockDevice is the attachment mode of raw block volumes; every
 // other volume is mounted as a file system.
 const AttachmentBlockDevice = "block-device"

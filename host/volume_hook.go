@@ -206,7 +206,7 @@ func (h volumeHook) Postrun(req *taskrunner.AllocHookRequest) {
 func holdsExclusiveVolume(job *jobspec.Job) bool {
 	for _, g := range job.TaskGroups {
 		for _, vr := range g.Volumes {
-			if !vr.ReadOnly && (vr.AccessMode == jobspec.AccessModeSingleNodeWriter || vr.AccessMode == jobspec.AccessModeMultiNodeSingleWrite) {
+			if !vr.ReadOnly && csi.OneWriter(vr.AccessMode) {
 				return true
 			}
 		}
