@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -56,8 +55,7 @@ func BenchmarkVolumeJobRun(b *testing.B) {
 		b.StopTimer()
 		run++
 		id := fmt.Sprintf("jr%d", run)
-		if _, err := a.client.CreateVolume(ctx, &api.CSIVolume{ID: id, PluginID: plugin, RequestedCapacityMin: 1 << 20,
-			RequestedCapabilities: []*api.CSIVolumeCapability{{AccessMode: "single-node-writer", AttachmentMode: "file-system"}}}); err != nil {
+		if _, err := a.client.CreateVolume(ctx, benchVolume(id, plugin)); err != nil {
 			b.Fatal(err)
 		}
 		a.waitVolume(id, "ready", volReady)
@@ -152,8 +150,7 @@ func BenchmarkAgentRestartVolumes(b *testing.B) {
 	ctx := context.Background()
 	for i := range restartVolumes {
 		id := fmt.Sprintf("rv[%d]", i)
-		if _, err := a.client.CreateVolume(ctx, &api.CSIVolume{ID: id, PluginID: "rv", RequestedCapacityMin: 1 << 20,
-			RequestedCapabilities: []*api.CSIVolumeCapability{{AccessMode: "single-node-writer", AttachmentMode: "file-system"}}}); err != nil {
+		if _, err := a.client.CreateVolume(ctx, benchVolume(id, "rv")); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -163,8 +160,7 @@ func BenchmarkAgentRestartVolumes(b *testing.B) {
 	m := e.markerFor("many")
 	tk := shTask("t", m, sleeper)
 	tk.extra = volumeMount("data", filepath.Join(e.root, "mnt"), false)
-	group := fmt.Sprintf("    count = %d\n", restartVolumes) + volumeBlock("data", "rv", "single-node-writer", false)
-	group = strings.Replace(group, "read_only", "per_alloc = true\n      read_only", 1)
+	group := fmt.Sprintf("    count = %d\n", restartVolumes) + perAllocVolumeBlock("data", "rv", "single-node-writer", false)
 	a.runJob("many", jobHCL("many", group, tk))
 	allRunning := jobRunning("many", "t", restartVolumes)
 	a.mustWait("all running", 5*time.Minute, allRunning(a), api.TopicAllocation)

@@ -245,9 +245,7 @@ func (w *volumeWatch) createDelete(ctx context.Context, plugin string, i int) er
 	id := w.id(i)
 	// JSON, as a program using the API sends it (the CLI sends the file's
 	// text, which the agent parses; that costs little beside the rest).
-	v := &api.CSIVolume{ID: id, PluginID: plugin, RequestedCapacityMin: 1 << 20,
-		RequestedCapabilities: []*api.CSIVolumeCapability{{AccessMode: "single-node-writer", AttachmentMode: "file-system"}}}
-	if _, err := w.a.client.CreateVolume(ctx, v); err != nil {
+	if _, err := w.a.client.CreateVolume(ctx, benchVolume(id, plugin)); err != nil {
 		return fmt.Errorf("create %s: %w", id, err)
 	}
 	err := w.wait(ctx, id, func(ev *api.Event) (bool, error) {
@@ -272,6 +270,13 @@ func (w *volumeWatch) createDelete(ctx context.Context, plugin string, i int) er
 		}
 		return ev.Type == "VolumeDeleted", nil
 	})
+}
+
+// benchVolume is the volume the benchmarks create through the API: 1 MiB,
+// one single-node-writer file-system capability.
+func benchVolume(id, plugin string) *api.CSIVolume {
+	return &api.CSIVolume{ID: id, PluginID: plugin, RequestedCapacityMin: 1 << 20,
+		RequestedCapabilities: []*api.CSIVolumeCapability{{AccessMode: "single-node-writer", AttachmentMode: "file-system"}}}
 }
 
 // benchVolumeHCL is the volume both sides create: 1 MiB, one file-system

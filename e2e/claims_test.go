@@ -18,14 +18,25 @@ import (
 
 // volumeBlock is a group `volume` block.
 func volumeBlock(alias, source, access string, readOnly bool) string {
+	return volumeBlockOf(alias, source, access, readOnly, false)
+}
+
+// perAllocVolumeBlock is volumeBlock with per_alloc = true: each
+// allocation claims source[index].
+func perAllocVolumeBlock(alias, source, access string, readOnly bool) string {
+	return volumeBlockOf(alias, source, access, readOnly, true)
+}
+
+func volumeBlockOf(alias, source, access string, readOnly, perAlloc bool) string {
 	return fmt.Sprintf(`    volume %q {
       type            = "csi"
       source          = %q
       access_mode     = %q
       attachment_mode = "file-system"
       read_only       = %t
+      per_alloc       = %t
     }
-`, alias, source, access, readOnly)
+`, alias, source, access, readOnly, perAlloc)
 }
 
 // volumeMount is a task `volume_mount` block.
@@ -259,8 +270,7 @@ func TestVolumeClaimUpdateAndPerAlloc(t *testing.T) {
 		t.Fatalf("the volume's log of versions: %q, %v; want both, in order", b, err)
 	}
 
-	group := strings.Replace(volumeBlock("data", "pa", "single-node-writer", false), "read_only", "per_alloc = true\n      read_only", 1) +
-		"    count = 2\n"
+	group := perAllocVolumeBlock("data", "pa", "single-node-writer", false) + "    count = 2\n"
 	allocs := a.runJob("pj", jobHCL("pj", group,
 		claimTask("t", e.markerFor("pj"), fmt.Sprintf(`echo "$NOMAD_ALLOC_INDEX" > %s/index && echo done > "$NOMAD_ALLOC_DIR/done"`, dest), volumeMount("data", dest, false))))
 	if len(allocs) != 2 {
