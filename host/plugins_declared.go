@@ -115,7 +115,7 @@ func unregisteredPlugin(id string, tasks []declaredTask) *api.CSIPlugin {
 	seen := map[string]bool{}
 	for _, d := range tasks {
 		snap := d.alloc.runner.State()
-		info := &api.CSIInfo{PluginID: id, AllocID: snap.Alloc.ID, HealthDescription: whyNotHealthy(snap, d.task, "Probe")}
+		info := &api.CSIInfo{PluginID: id, AllocID: snap.Alloc.ID, HealthDescription: whyNotHealthy(snap, d.task, "Probe", "probe: ")}
 		if d.controller() {
 			out.Controllers[snap.Alloc.ID] = info
 		}
@@ -135,7 +135,11 @@ func unregisteredPlugin(id string, tasks []declaredTask) *api.CSIPlugin {
 // is not registered: starting (waiting for the answer to check), its last
 // probe error, or a restart pending (with the attempt the restart policy
 // is at).
-func whyNotHealthy(snap *taskrunner.AllocSnapshot, task, check string) string {
+//
+// prefix goes before a failed check's message: "probe: " for a CSI
+// plugin's Probe; "" for a generic plugin's, whose message already says
+// what it asked.
+func whyNotHealthy(snap *taskrunner.AllocSnapshot, task, check, prefix string) string {
 	for _, t := range snap.Tasks {
 		if t.Name != task {
 			continue
@@ -147,11 +151,7 @@ func whyNotHealthy(snap *taskrunner.AllocSnapshot, task, check string) string {
 			ev := t.Events[i]
 			switch ev.Type {
 			case csiplugin.EventPluginNotHealthy, csiplugin.EventPluginUnhealthy:
-				msg := oneLine(ev.Message)
-				if strings.HasPrefix(msg, "health check") {
-					return msg // a generic plugin's, which says what it asked
-				}
-				return "probe: " + msg
+				return prefix + oneLine(ev.Message)
 			case taskrunner.EventRestarting:
 				return fmt.Sprintf("restart pending (%d restarts so far): %s", t.State.Restarts, oneLine(ev.Message))
 			case taskrunner.EventStarted, taskrunner.EventReattached:

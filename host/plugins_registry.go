@@ -207,7 +207,7 @@ func (a *Agent) RegisteredPlugin(_ context.Context, pluginType, name string) (*a
 		}
 		seen[snap.Alloc.ID] = true
 		inst := &api.PluginInstance{Type: pluginType, Name: name, AllocID: snap.Alloc.ID, Task: d.task,
-			HealthDescription: whyNotHealthy(snap, d.task, "its health check")}
+			HealthDescription: whyNotHealthy(snap, d.task, "its health check", "")}
 		if h, ok := a.health.Get(pluginType, name, snap.Alloc.ID); ok && !h.Healthy {
 			// The supervision's latest check is fresher than the events.
 			inst.HealthDescription, inst.CheckTime = h.Description, h.CheckedAt
