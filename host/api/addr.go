@@ -42,8 +42,9 @@ func (a Addr) String() string {
 
 // ParseAddr parses an API address: "unix:///abs/path.sock", an absolute socket
 // path, or a loopback "host:port" (optionally prefixed "http://"). TCP is
-// refused on anything but loopback because the API has no authentication:
-// on one machine the socket's file mode is the access control.
+// refused on anything but loopback because the API speaks plain HTTP: its
+// tokens must not cross a network. On one machine a unix socket's file mode
+// is the access control, and on loopback TCP the tokens are.
 func ParseAddr(s string) (Addr, error) {
 	s = strings.TrimSpace(s)
 	switch {
@@ -68,7 +69,7 @@ func ParseAddr(s string) (Addr, error) {
 		return Addr{}, fmt.Errorf("address %q: port %q is not a number from 0 to 65535", s, port)
 	}
 	if !isLoopback(host) {
-		return Addr{}, fmt.Errorf("address %q: only loopback TCP addresses are allowed (the API has no authentication)", s)
+		return Addr{}, fmt.Errorf("address %q: only loopback TCP addresses are allowed (the API speaks plain HTTP, so its tokens must not cross a network)", s)
 	}
 	return Addr{Network: "tcp", Address: hostport}, nil
 }

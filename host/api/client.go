@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,10 +24,26 @@ type Client struct {
 	addr Addr
 	base string
 	http *http.Client
+	// token is the one WithToken gave; "" means the per-user token files
+	// (tokenFiles) on TCP, and none on a unix socket.
+	token      string
+	tokenFiles []string
 }
 
-// NewClient returns a client for addr (see ParseAddr).
-func NewClient(addr string) (*Client, error) {
+// ClientOption configures NewClient.
+type ClientOption func(*Client)
+
+// WithToken makes the client send secret as its token (X-Nomad-Token), as
+// the CLI's -token and PLUGINHOST_TOKEN do. "" changes nothing.
+func WithToken(secret string) ClientOption {
+	return func(c *Client) { c.token = strings.TrimSpace(secret) }
+}
+
+// NewClient returns a client for addr (see ParseAddr). On TCP, without
+// WithToken, it sends the management token an agent listening on addr left
+// for its own user (UserTokenPaths), read anew for every request so that a
+// rotation is followed; on a unix socket no token is needed.
+func NewClient(addr string, opts ...ClientOption) (*Client, error) {
 	a, err := ParseAddr(addr)
 	if err != nil {
 		return nil, fmt.Errorf("api client: %w", err)
@@ -47,7 +64,55 @@ func NewClient(addr string) (*Client, error) {
 	}
 	// No client-wide timeout: event and log streams last as long as their
 	// context, and every call takes one.
-	return &Client{addr: a, base: base, http: &http.Client{Transport: tr}}, nil
+	c := &Client{addr: a, base: base, http: &http.Client{Transport: tr}}
+	for _, o := range opts {
+		o(c)
+	}
+	if a.Network == "tcp" && c.token == "" {
+		// No home directory (a bare service environment) only means no
+		// default token: the agent answers 401 and says what to set.
+		c.tokenFiles, _ = UserTokenPaths(a.String())
+	}
+	return c, nil
+}
+
+// TokenFiles returns the per-user token files the client reads its token
+// from: none with WithToken or on a unix socket.
+func (c *Client) TokenFiles() []string { return slices.Clone(c.tokenFiles) }
+
+// secret is the token to send: WithToken's, else the first per-user token
+// file that exists, else none.
+func (c *Client) secret() string {
+	if c.token != "" {
+		return c.token
+	}
+	for _, p := range c.tokenFiles {
+		if s, err := readTokenSecret(p); err == nil && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// Tokens returns the agent's tokens, secrets included (management only).
+func (c *Client) Tokens(ctx context.Context) (*ACLTokens, error) {
+	var out ACLTokens
+	if err := c.do(ctx, http.MethodGet, "/v1/acl/tokens", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// RotateToken replaces the agent's token of type typ ("management" or
+// "read") and returns the new set. The old token stops working at once; a
+// client that used the management token it replaced needs the new one
+// (a client that reads the per-user file picks it up by itself).
+func (c *Client) RotateToken(ctx context.Context, typ string) (*ACLTokens, error) {
+	var out ACLTokens
+	if err := c.do(ctx, http.MethodPost, "/v1/acl/tokens/rotate", nil, &ACLTokenRotateRequest{Type: typ}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // Addr returns the address the client talks to.
@@ -389,6 +454,9 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, in
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if tok := c.secret(); tok != "" {
+		req.Header.Set(HeaderToken, tok)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

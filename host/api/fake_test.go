@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
@@ -28,6 +29,10 @@ type fakeBackend struct {
 	// follow feeds followed logs; logErr ends a log stream with an error.
 	follow chan string
 	logErr error
+
+	// calls counts every Backend method call, so that a test can show a
+	// refused request reached none.
+	calls atomic.Int64
 
 	subs  map[int]chan *Event
 	next  int
@@ -53,6 +58,7 @@ func (f *fakeBackend) maybePanic(method string) {
 }
 
 func (f *fakeBackend) RunJob(ctx context.Context, job *jobspec.Job) (*JobRegisterResponse, error) {
+	f.calls.Add(1)
 	f.maybePanic("RunJob")
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -65,6 +71,7 @@ func (f *fakeBackend) RunJob(ctx context.Context, job *jobspec.Job) (*JobRegiste
 }
 
 func (f *fakeBackend) StopJob(ctx context.Context, id string, purge bool) error {
+	f.calls.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.jobs[id]; !ok {
@@ -75,6 +82,7 @@ func (f *fakeBackend) StopJob(ctx context.Context, id string, purge bool) error 
 }
 
 func (f *fakeBackend) Jobs(ctx context.Context) ([]*JobListStub, error) {
+	f.calls.Add(1)
 	f.maybePanic("Jobs")
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -88,6 +96,7 @@ func (f *fakeBackend) Jobs(ctx context.Context) ([]*JobListStub, error) {
 }
 
 func (f *fakeBackend) Job(ctx context.Context, id string) (*Job, error) {
+	f.calls.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	j, ok := f.jobs[id]
@@ -98,6 +107,7 @@ func (f *fakeBackend) Job(ctx context.Context, id string) (*Job, error) {
 }
 
 func (f *fakeBackend) Allocs(ctx context.Context, jobID string) ([]*AllocListStub, error) {
+	f.calls.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.jobs[jobID]; !ok {
@@ -114,6 +124,7 @@ func (f *fakeBackend) Allocs(ctx context.Context, jobID string) ([]*AllocListStu
 }
 
 func (f *fakeBackend) Alloc(ctx context.Context, id string) (*Allocation, error) {
+	f.calls.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var matches []string
@@ -136,6 +147,7 @@ func (f *fakeBackend) Alloc(ctx context.Context, id string) (*Allocation, error)
 }
 
 func (f *fakeBackend) AllocLogs(ctx context.Context, allocID, task string, stderr, follow bool, w io.Writer) error {
+	f.calls.Add(1)
 	kind := "stdout"
 	if stderr {
 		kind = "stderr"
@@ -170,6 +182,7 @@ func (f *fakeBackend) AllocLogs(ctx context.Context, allocID, task string, stder
 }
 
 func (f *fakeBackend) Plugins(ctx context.Context) ([]*CSIPluginListStub, error) {
+	f.calls.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []*CSIPluginListStub
@@ -184,6 +197,7 @@ func (f *fakeBackend) Plugins(ctx context.Context) ([]*CSIPluginListStub, error)
 }
 
 func (f *fakeBackend) Plugin(ctx context.Context, id string) (*CSIPlugin, error) {
+	f.calls.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p, ok := f.plugins[id]
@@ -196,6 +210,7 @@ func (f *fakeBackend) Plugin(ctx context.Context, id string) (*CSIPlugin, error)
 // Events hands out a buffered channel per subscriber; the goroutine that
 // closes it is owned by the subscription's context.
 func (f *fakeBackend) Events(ctx context.Context, after uint64) (<-chan *Event, error) {
+	f.calls.Add(1)
 	f.mu.Lock()
 	id := f.next
 	f.next++
@@ -237,6 +252,7 @@ func (f *fakeBackend) closeSubs() {
 }
 
 func (f *fakeBackend) Self(ctx context.Context) (*AgentSelf, error) {
+	f.calls.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return &AgentSelf{Version: "test", NodeName: "node1", DataDir: "/data", Ready: f.ready}, nil

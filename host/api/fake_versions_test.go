@@ -7,6 +7,7 @@ import (
 
 // JobVersions: the fake keeps one version per job, the current one.
 func (f *fakeBackend) JobVersions(ctx context.Context, id string) ([]*Job, error) {
+	f.calls.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	j, ok := f.jobs[id]
@@ -17,6 +18,7 @@ func (f *fakeBackend) JobVersions(ctx context.Context, id string) ([]*Job, error
 }
 
 func (f *fakeBackend) RevertJob(ctx context.Context, id string, version uint64) (*JobRegisterResponse, error) {
+	f.calls.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	j, ok := f.jobs[id]

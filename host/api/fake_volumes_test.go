@@ -9,45 +9,56 @@ import (
 // for their request handling, the agent's end to end.
 
 func (f *fakeBackend) CreateVolume(ctx context.Context, req *CSIVolumeRegisterRequest) (*CSIVolumeRegisterResponse, error) {
+	f.calls.Add(1)
 	return &CSIVolumeRegisterResponse{Volumes: []*CSIVolume{{ID: req.PathID, State: VolumeStatePending}}}, nil
 }
 
 func (f *fakeBackend) RegisterVolume(ctx context.Context, req *CSIVolumeRegisterRequest) (*CSIVolumeRegisterResponse, error) {
+	f.calls.Add(1)
 	return f.CreateVolume(ctx, req)
 }
 
 func (f *fakeBackend) DeleteVolume(ctx context.Context, id string) (*CSIVolume, error) {
+	f.calls.Add(1)
 	return nil, fmt.Errorf("volume %q: %w", id, ErrNotFound)
 }
 
 func (f *fakeBackend) DeregisterVolume(ctx context.Context, id string, force bool) (*CSIVolume, error) {
+	f.calls.Add(1)
 	return nil, fmt.Errorf("volume %q: %w", id, ErrNotFound)
 }
 
 func (f *fakeBackend) DetachVolume(ctx context.Context, id string) (*CSIVolume, error) {
+	f.calls.Add(1)
 	return nil, fmt.Errorf("volume %q: %w", id, ErrNotFound)
 }
 
 func (f *fakeBackend) Volume(ctx context.Context, id string) (*CSIVolume, error) {
+	f.calls.Add(1)
 	return nil, fmt.Errorf("volume %q: %w", id, ErrNotFound)
 }
 
 func (f *fakeBackend) Volumes(ctx context.Context, pluginID string) ([]*CSIVolumeListStub, error) {
+	f.calls.Add(1)
 	return nil, nil
 }
 
 func (f *fakeBackend) ExternalVolumes(ctx context.Context, pluginID string) ([]*CSIVolumeExternalStub, error) {
+	f.calls.Add(1)
 	return nil, nil
 }
 
 func (f *fakeBackend) CreateSnapshot(ctx context.Context, volumeID, name string) (*CSISnapshot, error) {
+	f.calls.Add(1)
 	return &CSISnapshot{ID: "snap-" + volumeID, SourceVolumeID: volumeID, Name: name}, nil
 }
 
 func (f *fakeBackend) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string) error {
+	f.calls.Add(1)
 	return nil
 }
 
 func (f *fakeBackend) ListSnapshots(ctx context.Context, pluginID string) ([]*CSISnapshot, error) {
+	f.calls.Add(1)
 	return nil, nil
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -87,16 +86,4 @@ func withMean(sv SampleValue) SampleValue {
 		sv.Sum, sv.Mean = 0, 0
 	}
 	return sv
-}
-
-// debugRoutes adds Go's profiler under /debug/pprof/ (ServerConfig.EnableDebug,
-// Nomad's enable_debug). The handlers are mounted on the server's own mux:
-// net/http/pprof also registers them on http.DefaultServeMux, which the
-// agent never serves.
-func debugRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }

@@ -3,45 +3,108 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"net/http/pprof"
+	"slices"
 )
 
-// routes is the API's URL map, Nomad's paths where the concept is the same.
+// route is one entry of the API's URL map.
+type route struct {
+	pattern string
+	// methods are the methods the route answers (others get 405).
+	methods []string
+	handler http.Handler
+	// management routes are refused to the read token, GETs included:
+	// they show secrets or the agent's memory.
+	management bool
+}
+
+// routeTable is the API's URL map, Nomad's paths where the concept is the
+// same. routes serves exactly this table, and the security tests walk it,
+// so a route added here is covered by them without being named.
+func (s *Server) routeTable() []route {
+	m := func(pattern string, ms methods) route {
+		var names []string
+		for k := range ms {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		return route{pattern: pattern, methods: names, handler: ms.handler(s.log)}
+	}
+	rt := []route{
+		m("/v1/jobs", methods{http.MethodGet: s.listJobs, http.MethodPost: s.registerJob}),
+		m("/v1/job/{id}", methods{http.MethodGet: s.getJob, http.MethodDelete: s.stopJob}),
+		m("/v1/job/{id}/versions", methods{http.MethodGet: s.jobVersions}),
+		m("/v1/job/{id}/revert", methods{http.MethodPost: s.revertJob, http.MethodPut: s.revertJob}),
+		m("/v1/job/{id}/allocations", methods{http.MethodGet: s.jobAllocs}),
+		m("/v1/allocation/{id}", methods{http.MethodGet: s.getAlloc}),
+		m("/v1/client/fs/logs/{id}", methods{http.MethodGet: s.allocLogs}),
+		m("/v1/plugins", methods{http.MethodGet: s.listPlugins}),
+		m("/v1/plugin/csi/{id}", methods{http.MethodGet: s.getPlugin}),
+		// The registry, every plugin type alike (pluginhost's own; Nomad
+		// lists CSI plugins only). /v1/plugin/csi/{id} above is more
+		// specific and keeps its meaning.
+		m("/v1/registry/plugins", methods{http.MethodGet: s.listRegistered}),
+		m("/v1/plugin/{type}/{name}", methods{http.MethodGet: s.getRegistered}),
+		m("/v1/volumes", methods{http.MethodGet: s.listVolumes}),
+		m("/v1/volumes/external", methods{http.MethodGet: s.externalVolumes}),
+		m("/v1/volumes/snapshot", methods{http.MethodGet: s.listSnapshots, http.MethodPost: s.createSnapshot,
+			http.MethodPut: s.createSnapshot, http.MethodDelete: s.deleteSnapshot}),
+		m("/v1/volume/csi/{id}", methods{http.MethodGet: s.getVolume, http.MethodPut: s.registerVolume,
+			http.MethodPost: s.registerVolume, http.MethodDelete: s.deregisterVolume}),
+		m("/v1/volume/csi/{id}/create", methods{http.MethodPut: s.createVolume, http.MethodPost: s.createVolume}),
+		m("/v1/volume/csi/{id}/delete", methods{http.MethodDelete: s.deleteVolume}),
+		m("/v1/volume/csi/{id}/detach", methods{http.MethodDelete: s.detachVolume}),
+		m("/v1/event/stream", methods{http.MethodGet: s.eventStream}),
+		m("/v1/agent/self", methods{http.MethodGet: s.agentSelf}),
+		m("/v1/agent/health", methods{http.MethodGet: s.agentHealth}),
+		m("/v1/metrics", methods{http.MethodGet: s.metrics}),
+	}
+	acl := []route{
+		m("/v1/acl/tokens", methods{http.MethodGet: s.listTokens}),
+		m("/v1/acl/tokens/rotate", methods{http.MethodPost: s.rotateToken, http.MethodPut: s.rotateToken}),
+	}
+	for i := range acl {
+		acl[i].management = true
+	}
+	rt = append(rt, acl...)
+	if s.cfg.EnableDebug {
+		rt = append(rt, s.debugRoutes()...)
+	}
+	return append(rt, route{pattern: "/", methods: []string{http.MethodGet},
+		handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, s.log, http.StatusNotFound, ErrorResponse{
+				Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path),
+			})
+		})})
+}
+
+// routes serves routeTable behind the guard.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/v1/jobs", methods{http.MethodGet: s.listJobs, http.MethodPost: s.registerJob}.handler(s.log))
-	mux.Handle("/v1/job/{id}", methods{http.MethodGet: s.getJob, http.MethodDelete: s.stopJob}.handler(s.log))
-	mux.Handle("/v1/job/{id}/versions", methods{http.MethodGet: s.jobVersions}.handler(s.log))
-	mux.Handle("/v1/job/{id}/revert", methods{http.MethodPost: s.revertJob, http.MethodPut: s.revertJob}.handler(s.log))
-	mux.Handle("/v1/job/{id}/allocations", methods{http.MethodGet: s.jobAllocs}.handler(s.log))
-	mux.Handle("/v1/allocation/{id}", methods{http.MethodGet: s.getAlloc}.handler(s.log))
-	mux.Handle("/v1/client/fs/logs/{id}", methods{http.MethodGet: s.allocLogs}.handler(s.log))
-	mux.Handle("/v1/plugins", methods{http.MethodGet: s.listPlugins}.handler(s.log))
-	mux.Handle("/v1/plugin/csi/{id}", methods{http.MethodGet: s.getPlugin}.handler(s.log))
-	// The registry, every plugin type alike (pluginhost's own; Nomad lists
-	// CSI plugins only). /v1/plugin/csi/{id} above is more specific and
-	// keeps its meaning.
-	mux.Handle("/v1/registry/plugins", methods{http.MethodGet: s.listRegistered}.handler(s.log))
-	mux.Handle("/v1/plugin/{type}/{name}", methods{http.MethodGet: s.getRegistered}.handler(s.log))
-	mux.Handle("/v1/volumes", methods{http.MethodGet: s.listVolumes}.handler(s.log))
-	mux.Handle("/v1/volumes/external", methods{http.MethodGet: s.externalVolumes}.handler(s.log))
-	mux.Handle("/v1/volumes/snapshot", methods{http.MethodGet: s.listSnapshots, http.MethodPost: s.createSnapshot,
-		http.MethodPut: s.createSnapshot, http.MethodDelete: s.deleteSnapshot}.handler(s.log))
-	mux.Handle("/v1/volume/csi/{id}", methods{http.MethodGet: s.getVolume, http.MethodPut: s.registerVolume,
-		http.MethodPost: s.registerVolume, http.MethodDelete: s.deregisterVolume}.handler(s.log))
-	mux.Handle("/v1/volume/csi/{id}/create", methods{http.MethodPut: s.createVolume, http.MethodPost: s.createVolume}.handler(s.log))
-	mux.Handle("/v1/volume/csi/{id}/delete", methods{http.MethodDelete: s.deleteVolume}.handler(s.log))
-	mux.Handle("/v1/volume/csi/{id}/detach", methods{http.MethodDelete: s.detachVolume}.handler(s.log))
-	mux.Handle("/v1/event/stream", methods{http.MethodGet: s.eventStream}.handler(s.log))
-	mux.Handle("/v1/agent/self", methods{http.MethodGet: s.agentSelf}.handler(s.log))
-	mux.Handle("/v1/agent/health", methods{http.MethodGet: s.agentHealth}.handler(s.log))
-	mux.Handle("/v1/metrics", methods{http.MethodGet: s.metrics}.handler(s.log))
-	if s.cfg.EnableDebug {
-		debugRoutes(mux)
+	for _, rt := range s.routeTable() {
+		h := rt.handler
+		if rt.management {
+			h = s.requireManagement(h)
+		}
+		mux.Handle(rt.pattern, h)
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, s.log, http.StatusNotFound, ErrorResponse{
-			Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path),
-		})
-	})
-	return mux
+	return s.guard(mux)
+}
+
+// debugRoutes are Go's profiler under /debug/pprof/ (ServerConfig.EnableDebug,
+// Nomad's enable_debug), for the management token only: profiles show the
+// agent's memory. The handlers are mounted on the server's own mux:
+// net/http/pprof also registers them on http.DefaultServeMux, which the
+// agent never serves.
+func (s *Server) debugRoutes() []route {
+	get := []string{http.MethodGet}
+	return []route{
+		{pattern: "/debug/pprof/", methods: get, handler: http.HandlerFunc(pprof.Index), management: true},
+		{pattern: "/debug/pprof/cmdline", methods: get, handler: http.HandlerFunc(pprof.Cmdline), management: true},
+		{pattern: "/debug/pprof/profile", methods: get, handler: http.HandlerFunc(pprof.Profile), management: true},
+		// symbol also reads addresses from a POST body.
+		{pattern: "/debug/pprof/symbol", methods: []string{http.MethodGet, http.MethodPost},
+			handler: http.HandlerFunc(pprof.Symbol), management: true},
+		{pattern: "/debug/pprof/trace", methods: get, handler: http.HandlerFunc(pprof.Trace), management: true},
+	}
 }

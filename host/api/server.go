@@ -48,8 +48,13 @@ type ServerConfig struct {
 	Metrics prometheus.Gatherer
 	// EnableDebug serves Go's profiler at /debug/pprof/ (the agent's
 	// enable_debug). Off by default: profiles reveal memory contents and
-	// a CPU profile costs the agent while it runs.
+	// a CPU profile costs the agent while it runs. The management token
+	// is needed for it.
 	EnableDebug bool
+	// Tokens authenticate requests on TCP, where they are required; on a
+	// unix socket they are not asked for (the socket's mode is the
+	// authentication) and, when set, are served at /v1/acl/tokens.
+	Tokens *Tokens
 }
 
 // Server is the agent's HTTP API. NewServer listens; Serve answers until its
@@ -96,6 +101,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if addr.Network == "tcp" && cfg.Tokens == nil {
+		return nil, fmt.Errorf("api: %s: a TCP listener needs ServerConfig.Tokens (the unix socket does not)", addr)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.Named("http"), addr: addr}
 	if cfg.Metrics != nil {

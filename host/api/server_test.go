@@ -103,6 +103,9 @@ func (ts *testServer) rawDo(t *testing.T, method, path, body string) (int, Error
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
@@ -211,7 +214,15 @@ func TestNewServerConfigErrors(t *testing.T) {
 }
 
 func TestLoopbackTCP(t *testing.T) {
-	srv, err := NewServer(ServerConfig{Addr: "127.0.0.1:0", Backend: newFakeBackend()})
+	if _, err := NewServer(ServerConfig{Addr: "127.0.0.1:0", Backend: newFakeBackend()}); err == nil ||
+		!strings.Contains(err.Error(), "needs ServerConfig.Tokens") {
+		t.Fatalf("TCP without tokens: err = %v, want it refused", err)
+	}
+	tokens, err := OpenTokens(TokensConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(ServerConfig{Addr: "127.0.0.1:0", Backend: newFakeBackend(), Tokens: tokens})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +236,7 @@ func TestLoopbackTCP(t *testing.T) {
 	if strings.HasSuffix(srv.Addr(), ":0") {
 		t.Fatalf("Addr() = %s, want the bound port", srv.Addr())
 	}
-	c, err := NewClient("http://" + srv.Addr())
+	c, err := NewClient("http://"+srv.Addr(), WithToken(tokens.Read()))
 	if err != nil {
 		t.Fatal(err)
 	}

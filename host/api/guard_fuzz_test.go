@@ -1,0 +1,149 @@
+package api
+
+import (
+	"encoding/json"
+	"mime"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// FuzzGuardHeaders throws request headers at the guard of a TCP server and
+// checks its verdict against the rules stated independently here: a request
+// gets through only with a loopback Host, no Origin, no cross-site
+// Sec-Fetch-Site, a valid token (the read token only for GET and HEAD) and,
+// for a mutating request with a body, an application/json body; every
+// refusal is a JSON error with a reason and no CORS header, and never
+// carries a token.
+func FuzzGuardHeaders(f *testing.F) {
+	// use: 0 sends xToken as it is, 1 the management token, 2 the read
+	// token (the fuzzer cannot guess a random secret), 3 the management
+	// token as Authorization: Bearer.
+	f.Add("POST", "evil.example:4646", "http://evil.example", "", "text/plain", "", "", uint8(0), true)
+	f.Add("POST", "127.0.0.1:4646", "", "", "application/json", "", "", uint8(1), true)
+	f.Add("POST", "localhost", "", "", "application/json; charset=utf-8", "", "", uint8(2), true)
+	f.Add("GET", "[::1]:4646", "", "none", "", "", "", uint8(2), false)
+	f.Add("GET", "127.0.0.1:4646", "null", "", "", "", "", uint8(1), false)
+	f.Add("DELETE", "127.0.0.1", "", "cross-site", "", "", "", uint8(1), false)
+	f.Add("PUT", "127.0.0.1:1", "", "", "", "", "Basic Zm9vOmJhcg==", uint8(0), true)
+	f.Add("HEAD", "LOCALHOST:9", "", "same-origin", "", " padded-token-value ", "", uint8(0), false)
+	f.Add("GET", "127.0.0.1.nip.io:4646", "", "", "", "", "Bearer", uint8(3), false)
+	f.Add("PATCH", "[::1%lo]:4646", "", "", "application/jsonx", "", "", uint8(1), true)
+
+	tokens, err := OpenTokens(TokensConfig{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	s := &Server{cfg: ServerConfig{Tokens: tokens}, log: hclog.NewNullLogger(),
+		addr: Addr{Network: "tcp", Address: "127.0.0.1:4646"}}
+	mgmt, read := tokens.Management(), tokens.Read()
+
+	f.Fuzz(func(t *testing.T, method, host, origin, secFetch, ctype, xToken, authz string, use uint8, body bool) {
+		var bodyText string
+		if body {
+			bodyText = `{"Source": "job \"x\" {}"}`
+		}
+		req, err := http.NewRequest(method, "http://127.0.0.1:4646/v1/jobs", strings.NewReader(bodyText))
+		if err != nil {
+			return // not a method net/http would parse
+		}
+		req.Host = host
+		set := func(k, v string) {
+			if v != "" {
+				req.Header.Set(k, v)
+			}
+		}
+		set("Origin", origin)
+		set("Sec-Fetch-Site", secFetch)
+		set("Content-Type", ctype)
+		switch use % 4 {
+		case 1:
+			xToken = mgmt
+		case 2:
+			xToken = read
+		case 3:
+			xToken, authz = "", "Bearer "+mgmt
+		}
+		set(HeaderToken, xToken)
+		set("Authorization", authz)
+
+		var got role
+		passed := false
+		next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			passed = true
+			got, _ = r.Context().Value(roleKey).(role)
+		})
+		rec := httptest.NewRecorder()
+		s.guard(next).ServeHTTP(rec, req)
+
+		// The rules, stated without the guard's code.
+		want := roleNone
+		secret := strings.TrimSpace(xToken)
+		if secret == "" {
+			if sch, rest, ok := strings.Cut(strings.TrimSpace(authz), " "); ok && strings.EqualFold(sch, "bearer") {
+				secret = strings.TrimSpace(rest)
+			}
+		}
+		switch secret {
+		case mgmt:
+			want = roleManagement
+		case read:
+			want = roleRead
+		}
+		ok := loopbackHost(host) && origin == "" && (secFetch == "" || secFetch == "none") && want != roleNone
+		if want == roleRead && method != http.MethodGet && method != http.MethodHead {
+			ok = false
+		}
+		if body && method != http.MethodGet && method != http.MethodHead {
+			mt, _, err := mime.ParseMediaType(ctype)
+			if err != nil || mt != "application/json" {
+				ok = false
+			}
+		}
+		if passed != ok {
+			t.Fatalf("%s Host=%q Origin=%q Sec-Fetch-Site=%q Content-Type=%q token=%q Authorization=%q body=%v: passed=%v, want %v (answer %d %s)",
+				method, host, origin, secFetch, ctype, xToken, authz, body, passed, ok, rec.Code, rec.Body)
+		}
+		if passed {
+			if got != want {
+				t.Fatalf("role %v, want %v", got, want)
+			}
+			return
+		}
+		switch rec.Code {
+		case http.StatusUnauthorized, http.StatusForbidden, http.StatusUnsupportedMediaType:
+		default:
+			t.Fatalf("refused with %d", rec.Code)
+		}
+		var er ErrorResponse
+		if err := json.Unmarshal(rec.Body.Bytes(), &er); err != nil || er.Error == "" || er.Field == "" {
+			t.Fatalf("refusal body %q is not a JSON error with a reason", rec.Body)
+		}
+		for k := range rec.Header() {
+			if strings.HasPrefix(strings.ToLower(k), "access-control-") {
+				t.Fatalf("CORS header %s", k)
+			}
+		}
+		if strings.Contains(rec.Body.String(), mgmt) || strings.Contains(rec.Body.String(), read) {
+			t.Fatalf("a token in a refusal: %s", rec.Body)
+		}
+	})
+}
+
+// loopbackHost is the Host rule: localhost or a loopback IP without a
+// zone, with or without a port.
+func loopbackHost(h string) bool {
+	if i := strings.LastIndex(h, ":"); i >= 0 && !strings.HasSuffix(h, "]") {
+		h = h[:i]
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.Zone() == "" && ip.IsLoopback()
+}
