@@ -14,9 +14,9 @@ const unixScheme = "unix://"
 // parseAddr turns an `addr` value into a listen network and address.
 //
 // TCP is limited to loopback: the API starts and stops processes as the
-// agent's user (root, for CSI mounts) and has no authentication, so it must
-// not be reachable from other machines. A unix socket is the default because
-// file permissions then decide who may talk to the agent.
+// agent's user (root, for CSI mounts) over plain HTTP, so its tokens must not
+// cross a network. A unix socket is the default because file permissions
+// then decide who may talk to the agent, with no token to keep.
 func parseAddr(s string) (network, address string, err error) {
 	if rest, ok := strings.CutPrefix(s, unixScheme); ok {
 		if !filepath.IsAbs(rest) {
@@ -41,7 +41,7 @@ func parseAddr(s string) (network, address string, err error) {
 	if host != "localhost" {
 		ip, err := netip.ParseAddr(host)
 		if err != nil || !ip.IsLoopback() {
-			return "", "", fmt.Errorf("%q: the API only listens on loopback (127.0.0.1, ::1, localhost) or a unix socket; it has no authentication", s)
+			return "", "", fmt.Errorf("%q: the API only listens on loopback (127.0.0.1, ::1, localhost) or a unix socket; it speaks plain HTTP, so its tokens must not cross a network", s)
 		}
 	}
 	return "tcp", s, nil

@@ -66,6 +66,8 @@ type Config struct {
 	Plugin PluginConfig
 	// GC configures the garbage collection of terminal allocations.
 	GC GCConfig
+	// ACL holds the API's tokens when the config sets them.
+	ACL ACLConfig
 
 	// DevMode is set by Dev: no config file, throwaway data dir.
 	DevMode bool
@@ -107,6 +109,35 @@ const (
 	DefaultGCDiskUsageThreshold  = 80
 	DefaultGCInodeUsageThreshold = 70
 )
+
+// ACLConfig is the `acl` block: the API's tokens. A token left out is
+// generated at the agent's first start and kept in the data dir; a token set
+// here wins over it and cannot be rotated through the API.
+type ACLConfig struct {
+	// ManagementToken may do everything on the TCP listener.
+	ManagementToken string
+	// ReadToken may only GET (scrapers, dashboards).
+	ReadToken string
+}
+
+// Token length bounds, as host/api.CheckToken has them.
+const (
+	MinTokenLen = 16
+	MaxTokenLen = 512
+)
+
+// checkToken: 16 to 512 printable ASCII characters without spaces.
+func checkToken(s string) error {
+	if len(s) < MinTokenLen || len(s) > MaxTokenLen {
+		return fmt.Errorf("must be %d to %d characters long, got %d", MinTokenLen, MaxTokenLen, len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return fmt.Errorf("may hold only printable ASCII without spaces (character %d is not)", i+1)
+		}
+	}
+	return nil
+}
 
 // PluginConfig is the `plugin` block.
 type PluginConfig struct {
@@ -193,6 +224,14 @@ func (c *Config) Validate() error {
 	}
 	if err := checkSocketDir(c.Plugin.SocketDir); c.Plugin.SocketDir != "" && err != nil {
 		errs = append(errs, fmt.Errorf("plugin.socket_dir: %w", err))
+	}
+	for _, t := range []struct{ name, v string }{{"acl.management_token", c.ACL.ManagementToken}, {"acl.read_token", c.ACL.ReadToken}} {
+		if err := checkToken(t.v); t.v != "" && err != nil {
+			errs = append(errs, fmt.Errorf("%s %w", t.name, err))
+		}
+	}
+	if c.ACL.ManagementToken != "" && c.ACL.ManagementToken == c.ACL.ReadToken {
+		errs = append(errs, errors.New("acl.management_token and acl.read_token must differ"))
 	}
 	for _, j := range c.Jobs {
 		if !filepath.IsAbs(j) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -71,13 +72,25 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 			t.Errorf("%s has no comment above it", a.Name)
 		}
 	}
-	blockSchemas := map[string][]string{"csi": names(csiSchema.Attributes), "plugin": names(pluginSchema.Attributes)}
+	blockSchemas := map[string][]string{"csi": names(csiSchema.Attributes), "plugin": names(pluginSchema.Attributes),
+		"acl": names(aclSchema.Attributes)}
 	for _, b := range root.Blocks {
 		attrs, diags := b.Body.JustAttributes()
 		if diags.HasErrors() {
 			t.Fatal(diags)
 		}
 		for _, n := range blockSchemas[b.Type] {
+			if b.Type == "acl" {
+				// Secrets are shown commented out: a live value in
+				// an example gets copied and becomes a token everyone
+				// knows.
+				if attrs[n] != nil {
+					t.Errorf("acl.%s is set in the example; show it commented out", n)
+				} else if !regexp.MustCompile(`(?m)^\s*#\s*` + n + `\s*=`).Match(src) {
+					t.Errorf("acl.%s is not in the example, commented out", n)
+				}
+				continue
+			}
 			if attrs[n] == nil {
 				t.Errorf("%s.%s is not in the example", b.Type, n)
 			} else if !commented(attrs[n].Range.Start.Line) {
@@ -253,4 +266,40 @@ func names(attrs []hcl.AttributeSchema) []string {
 		out[i] = a.Name
 	}
 	return out
+}
+
+func TestACLBlock(t *testing.T) {
+	const mgmt, read = "management-0123456789abcdef", "read-0123456789abcdef"
+	c, err := Parse([]byte(`data_dir = "/d"
+acl {
+  management_token = "`+mgmt+`"
+  read_token       = "`+read+`"
+}
+`), "acl.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ACL.ManagementToken != mgmt || c.ACL.ReadToken != read {
+		t.Errorf("ACL = %+v", c.ACL)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	// Left out, both are empty: the agent generates them.
+	c, err = Parse([]byte(`data_dir = "/d"`), "none.hcl")
+	if err != nil || c.ACL != (ACLConfig{}) {
+		t.Errorf("no acl block: %+v, %v", c, err)
+	}
+	// Validate holds a Config built in code to the same rules.
+	c.ACL = ACLConfig{ManagementToken: "short", ReadToken: "with a space in it"}
+	err = c.Validate()
+	for _, want := range []string{"acl.management_token must be 16", "acl.read_token may hold only printable ASCII"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate = %v, want %q", err, want)
+		}
+	}
+	c.ACL = ACLConfig{ManagementToken: mgmt, ReadToken: mgmt}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "must differ") {
+		t.Errorf("Validate of equal tokens = %v", err)
+	}
 }

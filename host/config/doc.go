@@ -31,5 +31,10 @@
 // addr is a unix:///abs/path socket (default <data_dir>/pluginhost.sock) or a
 // loopback host:port (127.0.0.1, ::1, localhost; port 0 picks a free port).
 // Other TCP addresses are refused: the API launches processes as the agent's
-// user and has no authentication.
+// user over plain HTTP, and its tokens must not cross a network.
+//
+// # Tokens
+//
+// The acl block sets the API's tokens (management_token, read_token); left
+// out, the agent generates them at its first start (host/api.OpenTokens).
 package config

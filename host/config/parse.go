@@ -23,11 +23,15 @@ var rootSchema = &hcl.BodySchema{
 		{Name: "node_name"}, {Name: "datacenter"}, {Name: "jobs"},
 		{Name: "gc_interval"}, {Name: "gc_max_allocs"}, {Name: "gc_disk_usage_threshold"}, {Name: "gc_inode_usage_threshold"},
 	},
-	Blocks: []hcl.BlockHeaderSchema{{Type: "csi"}, {Type: "plugin"}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "csi"}, {Type: "plugin"}, {Type: "acl"}},
 }
 
 var csiSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "fingerprint_interval"}, {Name: "probe_timeout"}, {Name: "volume_mount_timeout"}},
+}
+
+var aclSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "management_token"}, {Name: "read_token"}},
 }
 
 var pluginSchema = &hcl.BodySchema{
@@ -182,13 +186,15 @@ func decode(d *hclstrict.Decoder, body hcl.Body, filename, baseDir string) *Conf
 		c.GC.InodeUsageThreshold = float64(v)
 	}
 
-	var csis, plugins hcl.Blocks
+	var csis, plugins, acls hcl.Blocks
 	for _, b := range content.Blocks {
 		switch b.Type {
 		case "csi":
 			csis = append(csis, b)
 		case "plugin":
 			plugins = append(plugins, b)
+		case "acl":
+			acls = append(acls, b)
 		}
 	}
 	if b := d.AtMostOne(csis); b != nil {
@@ -229,7 +235,37 @@ func decode(d *hclstrict.Decoder, body hcl.Body, filename, baseDir string) *Conf
 			}
 		}
 	}
+	if b := d.AtMostOne(acls); b != nil {
+		decodeACL(d, b, c)
+	}
 	return c
+}
+
+// decodeACL reads the acl block's tokens. A diagnostic's detail never
+// repeats a token; its source line is shown, as for every key, to whoever
+// runs the agent with that file.
+func decodeACL(d *hclstrict.Decoder, b *hcl.Block, c *Config) {
+	ac := d.Content(b.Body, aclSchema)
+	for _, k := range []struct {
+		key string
+		dst *string
+	}{{"management_token", &c.ACL.ManagementToken}, {"read_token", &c.ACL.ReadToken}} {
+		attr := ac.Attributes[k.key]
+		if attr == nil {
+			continue
+		}
+		s, ok := d.String(attr, nil)
+		if !ok {
+			continue
+		}
+		if err := checkToken(s); err != nil {
+			d.Errorf(attr.Expr.Range(), "Invalid "+k.key, "%s %s; leave it out to have the agent generate one.", k.key, err)
+		}
+		*k.dst = s
+	}
+	if c.ACL.ManagementToken != "" && c.ACL.ManagementToken == c.ACL.ReadToken {
+		d.Errorf(b.DefRange, "Invalid acl block", "management_token and read_token must differ: the read token may only GET.")
+	}
 }
 
 // decodeJobs resolves job file paths and checks that each exists, reporting
