@@ -117,9 +117,20 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 		ui.Error(err.Error())
 		return 1
 	}
+	// The tokens exist from the first start on, also for an agent on a
+	// unix socket, so that moving it to TCP later changes no secret.
+	tokens, err := api.OpenTokens(api.TokensConfig{
+		Path:       filepath.Join(cfg.DataDir, api.TokenFileName),
+		Management: cfg.ACL.ManagementToken, Read: cfg.ACL.ReadToken,
+	})
+	if err != nil {
+		agent.Close()
+		ui.Error(err.Error())
+		return 1
+	}
 	srv, err := api.NewServer(api.ServerConfig{
 		Addr: addr, Backend: agent, Logger: logger,
-		Metrics: agent.Metrics(), EnableDebug: cfg.EnableDebug,
+		Metrics: agent.Metrics(), EnableDebug: cfg.EnableDebug, Tokens: tokens,
 	})
 	if err != nil {
 		agent.Close()
@@ -127,13 +138,46 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 		return 1
 	}
 	agent.SetAddr(srv.Addr())
+	tokenFile, err := publishToken(tokens, srv.Addr())
+	if err != nil {
+		// The API works without it; the user passes -token instead.
+		logger.Warn("cannot leave the management token for this user's CLI", "error", err)
+	}
+	if tokenFile != "" {
+		defer func() {
+			if err := tokens.Unpublish(); err != nil {
+				logger.Warn("cannot remove the per-user token file", "error", err)
+			}
+		}()
+	}
 	ui.Output(fmt.Sprintf("==> pluginhost agent started. Data dir: %s", cfg.DataDir))
 	ui.Output(fmt.Sprintf("    API: export PLUGINHOST_ADDR=%s", srv.Addr()))
+	if tokenFile != "" {
+		ui.Output(fmt.Sprintf("    Token: this user's CLI reads it from %s; others need -token or %s (pluginhost operator token)", tokenFile, api.EnvToken))
+	}
 	if err := agent.Run(ctx, srv.Serve); err != nil {
 		ui.Error(err.Error())
 		return 1
 	}
 	return 0
+}
+
+// publishToken leaves the management token, 0600, where the CLI and the Go
+// client of the user the agent runs as look for it, when the API is on TCP
+// (the unix socket needs none). It returns the file, "" for none.
+func publishToken(tokens *api.Tokens, addr string) (string, error) {
+	a, err := api.ParseAddr(addr)
+	if err != nil || a.Network != "tcp" {
+		return "", err
+	}
+	path, err := api.UserTokenPath(addr)
+	if err != nil {
+		return "", err
+	}
+	if err := tokens.Publish(path); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 // listenAddr is where the HTTP API listens, as api.ParseAddr reads it.

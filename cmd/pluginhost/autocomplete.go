@@ -40,7 +40,7 @@ func (m *Meta) predictIDs(list func(ctx context.Context, c *api.Client) []string
 }
 
 func (m *Meta) completions() map[string]completion {
-	agent := []string{"-address"}
+	agent := []string{"-address", "-token"}
 	read := append(agent, "-json", "-verbose")
 	jobs := m.predictIDs(func(ctx context.Context, c *api.Client) []string {
 		js, err := c.Jobs(ctx)
@@ -115,6 +115,7 @@ func (m *Meta) completions() map[string]completion {
 		"volume snapshot delete": {plugins, agent},
 		"events":                 {complete.PredictNothing, append(read, "-topic", "-index")},
 		"operator metrics":       {complete.PredictNothing, append(agent, "-format")},
+		"operator token":         {complete.PredictNothing, append(agent, "-json", "-rotate")},
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"syscall"
 	"time"
@@ -30,17 +31,20 @@ type Meta struct {
 	Now func() time.Time
 
 	address string
+	token   string
 	json    bool
 	verbose bool
 }
 
-// flagSet returns a single-dash flag set. With agent it adds -address; with
-// read it adds -json and -verbose, which every read command takes.
+// flagSet returns a single-dash flag set. With agent it adds -address and
+// -token; with read it adds -json and -verbose, which every read command
+// takes.
 func (m *Meta) flagSet(name string, agent, read bool) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	if agent {
 		fs.StringVar(&m.address, "address", "", "")
+		fs.StringVar(&m.token, "token", "", "")
 	}
 	if read {
 		fs.BoolVar(&m.json, "json", false, "")
@@ -80,8 +84,20 @@ func (m *Meta) addr() string {
 	return api.DefaultAddr
 }
 
+// tokenSecret is -token, then PLUGINHOST_TOKEN; "" leaves the client to
+// its default (the per-user token file on TCP, none on a unix socket).
+func (m *Meta) tokenSecret() string {
+	if m.token != "" {
+		return m.token
+	}
+	if m.Getenv != nil {
+		return m.Getenv(api.EnvToken)
+	}
+	return ""
+}
+
 func (m *Meta) client() (*api.Client, error) {
-	c, err := api.NewClient(m.addr())
+	c, err := api.NewClient(m.addr(), api.WithToken(m.tokenSecret()))
 	if err != nil {
 		return nil, fmt.Errorf("%w (set -address or %s)", err, api.EnvAddr)
 	}
@@ -99,6 +115,7 @@ func (m *Meta) fail(doing string, err error) int {
 	}
 	var se *api.StatusError
 	if errors.As(err, &se) {
+		msg += m.tokenHint(se)
 		for _, d := range se.Diagnostics {
 			line := "  " + d.Summary
 			if d.Range != "" {
@@ -117,7 +134,21 @@ func (m *Meta) fail(doing string, err error) int {
 	return 1
 }
 
-// outputJSON prints v indented, as -json asks.
+// tokenHint says where a token comes from when the agent refused the one
+// sent (or its absence).
+func (m *Meta) tokenHint(se *api.StatusError) string {
+	if se.StatusCode != http.StatusUnauthorized && !(se.StatusCode == http.StatusForbidden && se.Field == api.HeaderToken) {
+		return ""
+	}
+	hint := fmt.Sprintf("\nThe agent at %s wants a token: set -token or %s (`pluginhost operator token` on the agent's unix socket, or as the agent's user, shows it).", m.addr(), api.EnvToken)
+	if m.tokenSecret() == "" {
+		if paths, err := api.UserTokenPaths(m.addr()); err == nil {
+			hint += fmt.Sprintf("\nNo token was found in %s, where an agent on that address leaves it for the user it runs as.", paths[0])
+		}
+	}
+	return hint
+}
+
 // runListOrShow is the Run of a "status" command: with no argument it
 // lists (list), with one it shows that object (show). what names the
 // argument in the usage error ("a job ID").
@@ -140,6 +171,7 @@ func (m *Meta) runListOrShow(name, what string, args []string, list func(*api.Cl
 	return show(client, fs.Arg(0))
 }
 
+// outputJSON prints v indented, as -json asks.
 func (m *Meta) outputJSON(v any) int {
 	b, err := json.MarshalIndent(v, "", "    ")
 	if err != nil {
@@ -175,7 +207,13 @@ General Options:
 
   -address=<addr>
     The agent's API address: unix:///path/to.sock or 127.0.0.1:PORT.
-    Overrides PLUGINHOST_ADDR; the default is ` + api.DefaultAddr + `.`
+    Overrides PLUGINHOST_ADDR; the default is ` + api.DefaultAddr + `.
+
+  -token=<secret>
+    The API token, sent as X-Nomad-Token; overrides PLUGINHOST_TOKEN.
+    Needed only on TCP: the unix socket's file mode is its authentication.
+    Without either, a TCP client uses the token the agent left for the
+    user it runs as, in ~/.config/pluginhost/tokens/<addr>.`
 
 const helpReadOptions = `
   -json

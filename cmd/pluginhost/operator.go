@@ -1,16 +1,21 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/hashicorp/cli"
+
+	"github.com/pluginhost/pluginhost/host/api"
 )
 
 // OperatorCommand groups the operator subcommands; alone it prints their
 // list.
 type OperatorCommand struct{ *Meta }
 
-func (c *OperatorCommand) Synopsis() string { return "Inspect the agent's internals" }
+func (c *OperatorCommand) Synopsis() string {
+	return "Inspect the agent's internals and manage its tokens"
+}
 func (c *OperatorCommand) Help() string {
 	return helpText(`
 Usage: pluginhost operator <subcommand> [options]
@@ -72,4 +77,76 @@ func (c *OperatorMetricsCommand) Run(args []string) int {
 		return c.fail("reading metrics", err)
 	}
 	return c.outputJSON(m)
+}
+
+// OperatorTokenCommand shows or rotates the agent's API tokens.
+type OperatorTokenCommand struct{ *Meta }
+
+func (c *OperatorTokenCommand) Synopsis() string { return "Show or rotate the agent's API tokens" }
+
+func (c *OperatorTokenCommand) Help() string {
+	return helpText(`
+Usage: pluginhost operator token [-rotate=management|read] [-json]
+
+  Show the agent's two API tokens (GET /v1/acl/tokens): the management
+  token, which may do everything, and the read token, which may only GET
+  (for Prometheus and dashboards). Both are secrets: this needs the
+  management token, or the agent's unix socket.
+
+  With -rotate, replace one of them with a new random token first. The old
+  token stops working at once, also for requests still streaming with it;
+  no restart is needed. The agent rewrites the copy of the management token
+  it keeps for its own user, so that user's CLI follows by itself. Tokens
+  set in the agent's config (acl block) are changed there instead.
+
+Options:
+
+  -rotate=<type>
+    "management" or "read": the token to replace.
+
+  -json
+    Print the API's JSON instead of the table.
+` + helpAgentOptions)
+}
+
+func (c *OperatorTokenCommand) Run(args []string) int {
+	var rotate string
+	fs := c.flagSet("operator token", true, false)
+	fs.StringVar(&rotate, "rotate", "", "")
+	fs.BoolVar(&c.json, "json", false, "")
+	if !c.parse(fs, args) {
+		return 1
+	}
+	if fs.NArg() != 0 {
+		return c.usageError("operator token", "This command takes no arguments")
+	}
+	if rotate != "" && rotate != api.TokenTypeManagement && rotate != api.TokenTypeRead {
+		return c.usageError("operator token", `-rotate must be "management" or "read", got "`+rotate+`"`)
+	}
+	client, err := c.client()
+	if err != nil {
+		return c.fail("connecting to the agent", err)
+	}
+	defer client.Close()
+	var toks *api.ACLTokens
+	if rotate != "" {
+		toks, err = client.RotateToken(c.Ctx, rotate)
+		if err != nil {
+			return c.fail("rotating the "+rotate+" token", err)
+		}
+	} else if toks, err = client.Tokens(c.Ctx); err != nil {
+		return c.fail("reading the tokens", err)
+	}
+	if c.json {
+		return c.outputJSON(toks)
+	}
+	rows := []string{"Type|Source|Secret ID"}
+	for _, t := range toks.Tokens {
+		rows = append(rows, t.Type+"|"+t.Source+"|"+t.SecretID)
+	}
+	c.Ui.Output(formatList(rows))
+	if rotate != "" {
+		c.Ui.Output(fmt.Sprintf("\nThe %s token was rotated; the old one no longer works.", rotate))
+	}
+	return 0
 }
