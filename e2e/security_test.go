@@ -317,3 +317,77 @@ func TestTCPLetsInOnlyWhoBelongs(t *testing.T) {
 		t.Errorf("per-user token file after a clean stop: %v", err)
 	}
 }
+
+// TestPluginSocketModes: every plugin socket the agent's tasks bind (a
+// go_plugin CSI plugin's go-plugin socket, a raw_exec CSI driver's
+// CSI_ENDPOINT) is 0600, and every directory from the socket root down is
+// 0700, so no other local user reaches a plugin.
+func TestPluginSocketModes(t *testing.T) {
+	e := newEnv(t, csiConfig)
+	a := e.start()
+	w := a.watchPlugins()
+	gp := a.runJob("gp", jobHCL("gp", restartPolicy, csiTask(t, "go_plugin", "p", e.markerFor("gp"), "gp", "30s")))
+	rx := a.runJob("rx", jobHCL("rx", restartPolicy, csiTask(t, "raw_exec", "p", e.markerFor("rx"), "rx", "30s")))
+	w.waitHealthy(gp[0])
+	w.waitHealthy(rx[0])
+
+	// The registry says where each plugin's socket is: <root>/<alloc>/t0/...
+	// (root is <data_dir>/sockets or its short fallback).
+	list, err := a.client.RegisteredPlugins(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocDirs := map[string]bool{}
+	for _, p := range list {
+		if p.SocketPath == "" {
+			continue
+		}
+		for _, id := range []string{gp[0], rx[0]} {
+			if i := strings.Index(p.SocketPath, "/"+id+"/"); i >= 0 {
+				allocDirs[p.SocketPath[:i+1+len(id)]] = true
+			}
+		}
+	}
+	if len(allocDirs) != 2 {
+		t.Fatalf("socket dirs of the two allocations: %v (registry %+v)", allocDirs, list)
+	}
+	sockets := 0
+	for dir := range allocDirs {
+		if fi, err := os.Stat(filepath.Dir(dir)); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("socket root %s: %v, %v; want 0700", filepath.Dir(dir), fi.Mode(), err)
+		}
+		walkSockets(t, dir, &sockets)
+	}
+	if sockets < 2 {
+		t.Fatalf("found %d sockets under %v, want the two plugins'", sockets, allocDirs)
+	}
+}
+
+// walkSockets checks the modes of the directories and sockets under root.
+func walkSockets(t *testing.T, root string, sockets *int) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			if fi.Mode().Perm() != 0o700 {
+				t.Errorf("socket directory %s: mode %v, want 0700", p, fi.Mode().Perm())
+			}
+		case fi.Mode().Type() == os.ModeSocket:
+			*sockets++
+			if fi.Mode().Perm() != 0o600 {
+				t.Errorf("socket %s: mode %v, want 0600", p, fi.Mode().Perm())
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -110,5 +110,12 @@ func listenUnix(ctx context.Context, path string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sdk: listening on %s: %w", path, err)
 	}
+	// The socket is bound with the umask's mode; only its owner (and
+	// root: kubelet, the Nomad client, the pluginhost agent) has any
+	// business connecting.
+	if err := os.Chmod(path, 0o600); err != nil {
+		_ = lis.Close()
+		return nil, fmt.Errorf("sdk: chmod %s: %w", path, err)
+	}
 	return lis, nil
 }

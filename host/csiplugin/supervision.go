@@ -224,6 +224,14 @@ func (sv *supervision) waitReady(ctx context.Context, client checker) (*registra
 			}
 			return nil, fmt.Errorf("plugin never accepted connections: %w", err)
 		}
+		// A raw_exec driver binds with its own umask; the endpoint the
+		// agent chose (in the allocation's 0700 socket dir) is made
+		// 0600. One a job pointed elsewhere is not the agent's to touch.
+		if sv.socket == sv.s.defaultSocket {
+			if err := driver.TightenSocket(sv.socket); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// The go_plugin driver asked as its identity check, just before the
 	// launch was recorded: if that said ready, there is nothing to ask

@@ -168,6 +168,13 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 	}
 	t.stdout = pr.stdoutR
 	rc := client.ReattachConfig()
+	if rc.Addr.Network() == "unix" {
+		// go-plugin binds with the plugin's umask (0755 by default).
+		if err := TightenSocket(rc.Addr.String()); err != nil {
+			client.Kill()
+			return nil, fmt.Errorf("launch plugin %s: %w", path, err)
+		}
+	}
 	t.handle = &Handle{
 		Driver:     d.Name(),
 		Pid:        t.p.pid,

@@ -78,7 +78,13 @@ func unixWritable(dir string) bool {
 }
 
 // ensureSocketDir creates dir 0700 with its parents, and insists that the
-// final directory is ours alone whatever the umask.
+// final directory is ours alone whatever the umask. The sockets in it are
+// made 0600 once bound (driver.TightenSocket).
+//
+// Hook for the `user` task option (not built yet): when a task runs as
+// another user, chown dir (only the task's own directory, not its parents)
+// to that user here, keeping 0700, so that the task can bind its socket and
+// no other user can reach it.
 func ensureSocketDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("socket dir: %w", err)
