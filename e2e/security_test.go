@@ -391,3 +391,64 @@ func walkSockets(t *testing.T, root string, sockets *int) {
 		t.Fatal(err)
 	}
 }
+
+// TestVolumeSecretsNeverShown: a volume's secrets reach the plugin but no
+// answer (status, JSON), no event and no line of the agent's output, the
+// plugin's followed log included, through create, snapshot and delete.
+func TestVolumeSecretsNeverShown(t *testing.T) {
+	const secret = "s3cret-value-9f8e7d6c5b4a"
+	e := newEnv(t, csiConfig)
+	a := e.start()
+	startVolPlugin(t, e, a, "go_plugin", "sec", nil)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	es, err := a.client.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		// Owned by this test: ends when es is closed below.
+		defer close(done)
+		for {
+			ev, err := es.Next(ctx)
+			if err != nil {
+				return
+			}
+			b, _ := json.Marshal(ev)
+			events.Write(append(b, '\n'))
+		}
+	}()
+
+	spec := volSpec("secvol", "sec", "1MiB", "10MiB") + "secrets {\n  password = \"" + secret + "\"\n}\n"
+	specPath := filepath.Join(e.root, "secvol.hcl")
+	writeFile(t, specPath, spec)
+	e.mustCLI(t, nil, "volume", "create", specPath)
+	a.waitVolume("secvol", "ready", volReady)
+	answers := []string{
+		e.mustCLI(t, []string{"secvol"}, "volume", "status", "-json", "secvol").stdout,
+		e.mustCLI(t, []string{"secvol"}, "volume", "status", "-verbose", "secvol").stdout,
+		e.mustCLI(t, nil, "volume", "snapshot", "create", "-json", "secvol").stdout,
+	}
+	var v api.CSIVolume
+	if err := json.Unmarshal([]byte(answers[0]), &v); err != nil || v.Secrets["password"] != "[REDACTED]" {
+		t.Errorf("volume status -json: secrets %v (%v), want the key with a redacted value", v.Secrets, err)
+	}
+	e.mustCLI(t, nil, "volume", "delete", "secvol")
+	a.waitVolume("secvol", "gone", volGone)
+
+	cancel()
+	_ = es.Close()
+	<-done
+	if events.Len() == 0 {
+		t.Fatal("no events seen")
+	}
+	for what, text := range map[string]string{"status -json": answers[0], "status -verbose": answers[1],
+		"snapshot create": answers[2], "events": events.String(), "agent output": a.output()} {
+		if strings.Contains(text, secret) {
+			t.Errorf("the volume's secret appears in the %s", what)
+		}
+	}
+}
