@@ -42,6 +42,9 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("kvclient", flag.ContinueOnError)
 	addr := fs.String("addr", envOr("PLUGINHOST_ADDR", "http://127.0.0.1:4646"), "the agent's API address ($PLUGINHOST_ADDR)")
+	// Without one, the client uses the token the agent left for its own
+	// user; on a unix socket none is needed.
+	token := fs.String("token", os.Getenv("PLUGINHOST_TOKEN"), "the agent's API token ($PLUGINHOST_TOKEN)")
 	target := fs.String("target", "pluginhost:///kv/kv-main", "the plugin, as pluginhost:///TYPE/NAME")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long one call may wait for an instance")
 	if err := fs.Parse(args); err != nil {
@@ -50,7 +53,7 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	client, err := api.NewClient(*addr)
+	client, err := api.NewClient(*addr, api.WithToken(*token))
 	if err != nil {
 		return err
 	}

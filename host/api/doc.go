@@ -31,10 +31,18 @@
 //
 // # Invariants
 //
+//   - Every request passes the guard (guard.go) before any route: on TCP a
+//     token (X-Nomad-Token or Authorization: Bearer; the read token only for
+//     GET, never for management routes), everywhere no Origin, no
+//     cross-site Sec-Fetch-Site, a JSON body on mutating requests, and on TCP
+//     a loopback Host. The unix socket's mode is its authentication. No
+//     answer has CORS headers; the route table (routes.go) is what the
+//     security tests walk.
 //   - Every non-2xx answer is JSON ErrorResponse{error, field}: 400 for input
-//     the user can fix (naming the field), 404 for unknown IDs (errors that
-//     wrap ErrNotFound), 405 for a wrong method, 413 for an oversized body, 500
-//     otherwise. Backends signal with ErrNotFound, *FieldError and
+//     the user can fix (naming the field), 401 without a token, 403 for a
+//     wrong token or a foreign Host or Origin, 404 for unknown IDs (errors that
+//     wrap ErrNotFound), 405 for a wrong method, 413 for an oversized body,
+//     415 for a body that is not JSON, 500 otherwise. Backends signal with ErrNotFound, *FieldError and
 //     *AmbiguousError; writeError is the only place that maps them.
 //   - A panic in a handler or backend becomes a logged 500; the server stays
 //     up. Input is checked before the backend sees it: a submitted job has no
@@ -55,6 +63,8 @@
 //     missing), replaces only a stale socket (one that refuses connections),
 //     never a live socket or another file, and is removed on shutdown. Paths
 //     over sun_path's 107 bytes are refused by ParseAddr instead of failing
-//     later as dial timeouts. TCP is loopback-only: the API has no
-//     authentication, so the socket's file mode is the access control.
+//     later as dial timeouts. TCP is loopback-only: it is plain HTTP, and the
+//     tokens must not cross a network.
+//   - Tokens are compared in constant time, never read from the URL, never
+//     logged, and answered only by /v1/acl/tokens to the management role.
 package api
