@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/resolver"
 
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
@@ -572,5 +574,77 @@ func TestUnixSocketNeedsNoToken(t *testing.T) {
 	}
 	if n := ts.be.calls.Load(); n != 1 {
 		t.Errorf("backend called %d times, want 1 (the first Jobs)", n)
+	}
+}
+
+// recordingConn records what a resolver reports.
+type recordingConn struct {
+	resolver.ClientConn
+	states chan resolver.State
+	errs   chan error
+}
+
+func (c recordingConn) UpdateState(s resolver.State) error {
+	c.states <- s
+	return nil
+}
+
+func (c recordingConn) ReportError(err error) {
+	select {
+	case c.errs <- err:
+	default:
+	}
+}
+
+// TestResolverWithTokenOverTCP: the resolver asks with its client's token,
+// and the read token is enough for it; without a token it reports the 401.
+func TestResolverWithTokenOverTCP(t *testing.T) {
+	tokens, err := OpenTokens(TokensConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := &PluginInstance{Type: "kv", Name: "main", AllocID: "a1", SocketPath: "/run/kv.sock", Active: true}
+	srv, err := NewServer(ServerConfig{Addr: "127.0.0.1:0", Tokens: tokens, Backend: &registryFake{fakeBackend: newFakeBackend(),
+		plugins: map[string]*Plugin{"kv/main": {Type: "kv", Name: "main", Active: inst, Instances: []*PluginInstance{inst}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	t.Setenv("XDG_CONFIG_HOME", shortDir(t)) // no per-user file
+	t.Setenv("SUDO_USER", "")
+	for _, c := range []struct {
+		name string
+		opts []ClientOption
+	}{{"read token", []ClientOption{WithToken(tokens.Read())}}, {"no token", nil}} {
+		client, err := NewClient(srv.Addr(), c.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc := recordingConn{states: make(chan resolver.State, 4), errs: make(chan error, 1)}
+		r, err := NewResolverBuilder(client).Build(resolver.Target{URL: url.URL{Scheme: ResolverScheme, Path: "/kv/main"}}, cc, resolver.BuildOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case st := <-cc.states:
+			if c.opts == nil || len(st.Addresses) != 1 || st.Addresses[0].Addr != "unix:///run/kv.sock" {
+				t.Errorf("%s: resolver state %+v", c.name, st)
+			}
+		case err := <-cc.errs:
+			var se *StatusError
+			if c.opts != nil || !errors.As(err, &se) || se.StatusCode != http.StatusUnauthorized {
+				t.Errorf("%s: resolver error %v", c.name, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s: the resolver reported nothing", c.name)
+		}
+		r.Close()
+		client.Close()
 	}
 }
