@@ -378,7 +378,12 @@ func (t *Tokens) Rotate(typ string) error {
 func (t *Tokens) Publish(path string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("publish token: %w", err)
+	}
+	// The tokens directory is ours alone, also if it existed already.
+	if err := os.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("publish token: %w", err)
 	}
 	if err := writeSecretFile(path, []byte(t.Management()+"\n")); err != nil {
