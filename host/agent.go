@@ -38,7 +38,7 @@ type Options struct {
 	// LogmonCommand starts a log shipper; nil means this binary's
 	// `logmon` subcommand.
 	LogmonCommand []string
-	// NsexecCommand starts a task that has volumes (package mountns); nil
+	// NsexecCommand starts a task that has volumes (package nsexec); nil
 	// means this binary's `nsexec` subcommand.
 	NsexecCommand []string
 	// ExtraHooks adds task hooks after the CSI plugin supervisor, which

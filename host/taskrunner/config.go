@@ -31,7 +31,7 @@ type Config struct {
 	// LogmonCommand starts a log shipper; default [this binary, "logmon"].
 	LogmonCommand []string
 	// NsexecCommand starts a task that has volumes, in a mount namespace
-	// of its own (package mountns); default [this binary, "nsexec"].
+	// of its own (package nsexec); default [this binary, "nsexec"].
 	NsexecCommand []string
 	// ExtraHooks returns more hooks for a task (the CSI supervisor); it
 	// may return nil. They run after the built-in hooks.

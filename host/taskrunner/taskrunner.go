@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/jobspec"
-	"github.com/pluginhost/pluginhost/host/mountns"
+	"github.com/pluginhost/pluginhost/host/nsexec"
 	"github.com/pluginhost/pluginhost/host/state"
 )
 
@@ -314,7 +314,7 @@ func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
 			return nil, err
 		}
 	}
-	var mounts []mountns.Mount
+	var mounts []nsexec.Mount
 	if h := tr.owner.ahooks; h != nil {
 		// The allocation's volumes are mounted before any task starts.
 		// The wait comes after the prestart hooks, so that the task's
