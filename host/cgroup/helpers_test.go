@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -273,11 +274,6 @@ func checkTreeKilled(t *testing.T, g *Group) {
 			t.Fatal(err)
 		}
 		sessions[sid] = true
-		if pid != main {
-			if pp := ppid(pid); pp == main {
-				t.Logf("pid %d is still a child of the task", pid)
-			}
-		}
 	}
 	if len(sessions) < 2 {
 		t.Fatalf("expected a setsid child: all of %v are in session %d", pids, mainSid)
@@ -299,20 +295,6 @@ func checkTreeKilled(t *testing.T, g *Group) {
 	}
 }
 
-func ppid(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(b, ')')
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0
-	}
-	n, _ := strconv.Atoi(f[1])
-	return n
-}
-
 // checkGone fails unless every directory of g is gone.
 func checkGone(t testing.TB, g *Group) {
 	t.Helper()
@@ -321,4 +303,31 @@ func checkGone(t testing.TB, g *Group) {
 			t.Errorf("%s still exists (%v)", d, err)
 		}
 	}
+}
+
+// checkForkLoopKilled starts a loop forking orphans as fast as it can
+// (bounded: 5000 forks, each child sleeping 30 s) in g, kills the group
+// while it forks and destroys it.
+func checkForkLoopKilled(t *testing.T, g *Group) {
+	t.Helper()
+	startIn(t, g, `i=0; while [ $i -lt 5000 ]; do (sleep 30 &); i=$((i+1)); done; exec sleep 300`)
+	waitFor(t, 10*time.Second, "50 processes", func() bool {
+		ps, _ := g.Pids()
+		return len(ps) >= 50
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	ps, _ := g.Pids()
+	start := time.Now()
+	if err := g.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed %d+ processes of a fork loop in %v", len(ps), time.Since(start))
+	if left, _ := g.Pids(); len(left) != 0 {
+		t.Fatalf("left: %v", left)
+	}
+	if err := g.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	checkGone(t, g)
 }

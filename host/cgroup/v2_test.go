@@ -38,6 +38,16 @@ func TestV2JoinByFDAndKill(t *testing.T) {
 	checkGone(t, g)
 }
 
+// cgroup.kill empties a group that is forking as fast as it can.
+func TestV2KillForkLoop(t *testing.T) {
+	m := realUnified(t)
+	g, err := m.Create("forker", Limits{MemoryMB: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkForkLoopKilled(t, g)
+}
+
 // The freeze–kill–thaw sweep (v1's way, and v2's on kernels without
 // cgroup.kill) empties a real v2 group too, through cgroup.freeze.
 func TestV2FreezeSweepWithoutCgroupKill(t *testing.T) {
