@@ -100,8 +100,13 @@
 //     is not used, so `cores` needs more work on v1.
 //   - v2 needs the memory controller offered by the root's
 //     cgroup.controllers; Create enables memory, cpu and pids in
-//     cgroup.subtree_control from the root down to Parent. Under systemd
-//     the Parent should be outside systemd's slices or delegated.
+//     cgroup.subtree_control from the root down to Parent. On a systemd
+//     host a Parent named like a slice ("pluginhost.slice", as Nomad's
+//     "nomad.slice") keeps systemd's view tidy; systemd leaves a foreign
+//     top-level cgroup alone.
+//   - Tasks leave the agent's own cgroup (its systemd service, a
+//     container's limits): their memory is limited by Limits only and no
+//     longer counted against the agent's unit, as with Nomad's /nomad.
 //   - The v1 sweep signals pids it read from cgroup.procs while the group
 //     was frozen; a frozen process cannot exit, so the pid cannot be reused
 //     in between, except by one already dying from the previous round.
