@@ -15,6 +15,7 @@ import (
 	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/cgroup"
 	"github.com/pluginhost/pluginhost/host/config"
 	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/driver"
@@ -61,6 +62,7 @@ type Agent struct {
 	csi       *csi.Manager
 	volumes   *csi.VolumeManager
 	watcher   *driver.Watcher
+	cgroups   *cgroup.Manager
 	runnerCfg *taskrunner.Config
 	events    *broker
 	taskQueue *eventQueue
@@ -212,7 +214,14 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		return nil, fmt.Errorf("agent: drivers: %w", err)
 	}
 
+	a.cgroups = cgroup.Detect(logger.Named("cgroup"), cgroup.Options{Parent: cfg.CgroupParent})
+	if a.cgroups.Enabled() {
+		a.logger.Info("tasks run in cgroups", "version", a.cgroups.Version(), "parent", a.cgroups.Parent())
+	} else {
+		a.logger.Warn("cgroups cannot be used: task resources are not enforced, and a stop kills only a task's process group", "reason", a.cgroups.Reason())
+	}
 	a.runnerCfg = &taskrunner.Config{
+		Cgroups:       a.cgroups,
 		DataDir:       cfg.DataDir,
 		SocketRoot:    cfg.Plugin.SocketDir,
 		Store:         a.db,
@@ -410,6 +419,7 @@ func (a *Agent) restore() error {
 	if err != nil {
 		return fmt.Errorf("agent: loading allocations: %w", err)
 	}
+	sweepCgroups(a.cgroups, stored, a.logger)
 	for _, as := range stored {
 		ar, err := taskrunner.RestoreAllocRunner(a.runnerCfg, as)
 		if err != nil {

@@ -173,7 +173,11 @@ func (h volumeHook) Prerun(ctx context.Context, req *taskrunner.AllocHookRequest
 				continue
 			}
 			target := vm.Destination
-			if !filepath.IsAbs(target) {
+			switch {
+			case t.Driver == jobspec.DriverExec:
+				// A path inside the task's own root.
+				target = filepath.Join("/", target)
+			case !filepath.IsAbs(target):
 				target = filepath.Join(req.TaskDirs[t.Name], target)
 			}
 			mounts[t.Name] = append(mounts[t.Name], nsexec.Mount{

@@ -1,9 +1,11 @@
 package driver
 
-// Builtin returns the drivers pluginhost ships, keyed by job `driver` name.
-// gp is nil when the agent has no go-plugin plugin sets (then only raw_exec).
+// Builtin returns the drivers pluginhost ships, keyed by job `driver` name;
+// exec has Nomad's default chroot_env (the agent replaces it with its
+// config's). gp is nil when the agent has no go-plugin plugin sets (then
+// only raw_exec and exec).
 func Builtin(w *Watcher, gp *GoPluginConfig) (map[string]Driver, error) {
-	ds := map[string]Driver{"raw_exec": NewRawExec(w)}
+	ds := map[string]Driver{"raw_exec": NewRawExec(w), "exec": NewExec(w, nil)}
 	if gp != nil {
 		c := *gp
 		c.Watcher = w

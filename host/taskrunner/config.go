@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/pluginhost/pluginhost/host/cgroup"
 	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/state"
 )
@@ -50,6 +51,13 @@ type Config struct {
 	// NodeID is ${node.unique.id}: stable for the life of the data dir.
 	NodeID     string
 	Datacenter string
+
+	// Cgroups makes each launch's control group; nil or disabled runs
+	// tasks in the agent's own.
+	Cgroups *cgroup.Manager
+	// UserAllowed, if set, refuses a task user the agent's config denies
+	// (denied_host_uids / denied_host_gids).
+	UserAllowed func(u *driver.User) error
 
 	// StartTimeout bounds one launch (default 1m).
 	StartTimeout time.Duration

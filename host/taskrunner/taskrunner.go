@@ -251,6 +251,14 @@ func (tr *TaskRunner) restore(ctx context.Context) (driver.Task, bool) {
 	h := rec.Handle
 	dh := toDriverHandle(h)
 	dh.Plugin = pluginSpec(tr.task)
+	// The group is the task's whether or not its leader is still alive:
+	// whatever is left in it goes when the launch ends (cgroup hook).
+	if cg, err := openCgroup(tr.cfg.Cgroups, h.CgroupPath); err != nil {
+		tr.logger.Warn("task's cgroup not found again; its leftovers cannot be killed", "cgroup", h.CgroupPath, "error", err)
+	} else if cg != nil {
+		dh.Cgroup = cg
+		tr.req.Cgroup = cg
+	}
 	t, err := tr.drv.Recover(ctx, dh, tr.logger)
 	if err != nil {
 		msg := "Task exited while the agent was down; its exit code is unknowable"
@@ -335,7 +343,11 @@ func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
 		args[i] = jobspec.Interpolate(a, vars)
 	}
 	workDir := jobspec.Interpolate(c.WorkDir, vars)
-	if workDir == "" {
+	var execCfg *driver.ExecConfig
+	if tr.task.Driver == jobspec.DriverExec {
+		// A path inside the task's root; "" is its "/", as on Nomad.
+		execCfg = &driver.ExecConfig{PIDMode: c.PIDMode, IPCMode: c.IPCMode, CapAdd: c.CapAdd, CapDrop: c.CapDrop}
+	} else if workDir == "" {
 		workDir = tr.req.LocalDir
 	}
 	sctx, cancel := context.WithTimeout(ctx, tr.cfg.StartTimeout)
@@ -346,6 +358,8 @@ func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
 		Env: envList(tr.req.Env), Checksum: c.Checksum,
 		SocketDir: tr.req.SocketDir, Plugin: pluginSpec(tr.task),
 		Mounts: mounts, MountHelper: tr.cfg.NsexecCommand,
+		User: tr.req.User, TaskDir: tr.req.TaskDir, SharedDir: tr.req.SharedDir, Exec: execCfg,
+		Cgroup: tr.req.driverCgroup(),
 		Stdout: tr.req.Stdout, Stderr: tr.req.Stderr,
 		Logger: tr.logger.Named("plugin"),
 	})
