@@ -433,9 +433,11 @@ func exitMessage(res *driver.ExitResult) string {
 	case res.Unknown:
 		return "Exit code unknowable: the task was re-adopted and is not the agent's child"
 	case res.Signal != 0:
-		return fmt.Sprintf("Exit code: %d, signal: %d (%s)", res.ExitCode, res.Signal, syscall.Signal(res.Signal))
+		// Nomad's words for a Terminated event (nomad/structs/structs.go,
+		// PopulateEventDisplayMessage), with the driver's 128+signal code.
+		return fmt.Sprintf("Exit Code: %d, Signal: %d", res.ExitCode, res.Signal)
 	default:
-		return fmt.Sprintf("Exit code: %d", res.ExitCode)
+		return fmt.Sprintf("Exit Code: %d", res.ExitCode)
 	}
 }
 
