@@ -155,6 +155,9 @@ func (tr *TaskRunner) run() {
 		cancel()
 	}()
 
+	// The restart interval counts from here, as Nomad's does from its task
+	// runner's start, not from the first exit.
+	tr.restarts.begin(time.Now())
 	t, restoredDead := tr.restore(ctx)
 	if restoredDead {
 		return
@@ -212,7 +215,7 @@ func (tr *TaskRunner) run() {
 			tr.finish(ctx, d.failed || !res.Successful(), "")
 			return
 		}
-		ev := newEvent(EventRestarting, fmt.Sprintf("Task restarting in %s: %s", d.delay.Round(time.Millisecond), d.reason))
+		ev := newEvent(EventRestarting, restartingMessage(d))
 		ev.Details = map[string]string{"restart_delay": d.delay.String(), "reason": d.reason}
 		tr.apply(change{events: []*state.TaskEvent{ev}, state: func(s *state.TaskState) {
 			s.State = state.TaskStatePending
@@ -426,6 +429,16 @@ func (tr *TaskRunner) wait(t driver.Task) (res *driver.ExitResult, stop bool) {
 		t.Detach()
 		return nil, true
 	}
+}
+
+// restartingMessage is Nomad's Restarting event text: "Task restarting in
+// 15.2s", led by the reason when it is not the ordinary one.
+func restartingMessage(d decision) string {
+	in := "Task restarting in " + d.delay.Round(time.Millisecond).String()
+	if d.reason == "" || d.reason == reasonWithinPolicy {
+		return in
+	}
+	return d.reason + " - " + in
 }
 
 func exitMessage(res *driver.ExitResult) string {
