@@ -116,7 +116,7 @@ func (a *Agent) submitLocked(job *jobspec.Job) (*api.JobRegisterResponse, error)
 // JobWarnings are what the agent accepts but runs differently from Nomad,
 // said at submission rather than discovered later.
 func JobWarnings(job *jobspec.Job) []string {
-	var out []string
+	out := jobspec.NomadWarnings(job)
 	for _, g := range job.TaskGroups {
 		if u := g.Update; u != nil && u.MaxParallel > 0 && u.MaxParallel < g.Count {
 			out = append(out, fmt.Sprintf("group %q: update.max_parallel = %d is not followed: pluginhost starts all %d new allocations at once and stops the old ones when all are healthy",
@@ -137,7 +137,7 @@ func JobNotes(job *jobspec.Job) []string {
 				if !filepath.IsAbs(where) {
 					where = "<task dir>/" + where
 				}
-				out = append(out, fmt.Sprintf("group %q task %q: volume %q is bind-mounted at %s in a mount namespace of the task's own, before it starts (Nomad's raw_exec ignores volume_mount; its exec driver mounts inside the task's chroot)",
+				out = append(out, fmt.Sprintf("group %q task %q: volume %q is bind-mounted at %s in a mount namespace of the task's own, before it starts (as Nomad's exec driver mounts it inside the task's chroot)",
 					g.Name, t.Name, vm.Volume, where))
 			}
 			if note := jobspec.GoPluginNote(t); note != "" {
