@@ -40,6 +40,12 @@ func (a *Agent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterR
 		return nil, &api.FieldError{Field: "Datacenters", Err: fmt.Errorf(
 			"this agent is in datacenter %q, the job asks for %s", a.cfg.Datacenter, strings.Join(job.Datacenters, ", "))}
 	}
+	// Users and capabilities are this machine's: refused now, naming the
+	// task and field, rather than as a driver failure after the job is
+	// recorded (Nomad finds them only when the task starts).
+	if err := jobspec.CheckHost(job, a.cfg.HostPolicy()); err != nil {
+		return nil, &api.FieldError{Field: "Job", Err: err}
+	}
 	resp, err := a.submit(job)
 	if err != nil {
 		return nil, err

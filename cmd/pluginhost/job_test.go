@@ -184,6 +184,22 @@ func TestJobValidate(t *testing.T) {
 		!strings.Contains(r.stderr, `use driver = "exec"`) {
 		t.Errorf("validate of a raw_exec job with a volume_mount does not warn that Nomad refuses it: %+v", r)
 	}
+	// The user a task runs as must exist on this machine.
+	nouser := filepath.Join(t.TempDir(), "nouser.hcl")
+	os.WriteFile(nouser, []byte(`job "u" {
+  group "g" {
+    task "t" {
+      driver = "exec"
+      user   = "no-such-user-pluginhost"
+      config { command = "/bin/true" }
+    }
+  }
+}
+`), 0o600)
+	r = runCLI(t, ctx, "", "job", "validate", nouser)
+	if r.code != 1 || !strings.Contains(r.stderr, `TaskGroups[0].Tasks[0].User: Unknown user: job "u" group "g" task "t": user "no-such-user-pluginhost" does not exist on this host`) {
+		t.Errorf("validate of a job naming an unknown user: %+v", r)
+	}
 	bad := filepath.Join(t.TempDir(), "bad.hcl")
 	os.WriteFile(bad, []byte("job \"x\" {\n  typo = 1\n}\n"), 0o600)
 	r = runCLI(t, ctx, "", "job", "validate", bad)
