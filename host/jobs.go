@@ -40,6 +40,12 @@ func (a *Agent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterR
 		return nil, &api.FieldError{Field: "Datacenters", Err: fmt.Errorf(
 			"this agent is in datacenter %q, the job asks for %s", a.cfg.Datacenter, strings.Join(job.Datacenters, ", "))}
 	}
+	// Users and capabilities are this machine's: refused now, naming the
+	// task and field, rather than as a driver failure after the job is
+	// recorded (Nomad finds them only when the task starts).
+	if err := jobspec.CheckHost(job, a.cfg.HostPolicy()); err != nil {
+		return nil, &api.FieldError{Field: "Job", Err: err}
+	}
 	resp, err := a.submit(job)
 	if err != nil {
 		return nil, err
@@ -116,7 +122,7 @@ func (a *Agent) submitLocked(job *jobspec.Job) (*api.JobRegisterResponse, error)
 // JobWarnings are what the agent accepts but runs differently from Nomad,
 // said at submission rather than discovered later.
 func JobWarnings(job *jobspec.Job) []string {
-	var out []string
+	out := jobspec.NomadWarnings(job)
 	for _, g := range job.TaskGroups {
 		if u := g.Update; u != nil && u.MaxParallel > 0 && u.MaxParallel < g.Count {
 			out = append(out, fmt.Sprintf("group %q: update.max_parallel = %d is not followed: pluginhost starts all %d new allocations at once and stops the old ones when all are healthy",
@@ -137,7 +143,7 @@ func JobNotes(job *jobspec.Job) []string {
 				if !filepath.IsAbs(where) {
 					where = "<task dir>/" + where
 				}
-				out = append(out, fmt.Sprintf("group %q task %q: volume %q is bind-mounted at %s in a mount namespace of the task's own, before it starts (Nomad's raw_exec ignores volume_mount; its exec driver mounts inside the task's chroot)",
+				out = append(out, fmt.Sprintf("group %q task %q: volume %q is bind-mounted at %s in a mount namespace of the task's own, before it starts (as Nomad's exec driver mounts it inside the task's chroot)",
 					g.Name, t.Name, vm.Volume, where))
 			}
 			if note := jobspec.GoPluginNote(t); note != "" {

@@ -66,6 +66,9 @@ type Config struct {
 	Plugin PluginConfig
 	// GC configures the garbage collection of terminal allocations.
 	GC GCConfig
+	// Containment holds chroot_env, denied_host_uids, denied_host_gids
+	// and cgroup_parent (containment.go).
+	Containment ContainmentConfig
 
 	// DevMode is set by Dev: no config file, throwaway data dir.
 	DevMode bool
@@ -131,6 +134,7 @@ func Dev() *Config {
 			Interval: DefaultGCInterval, MaxAllocs: DefaultGCMaxAllocs,
 			DiskUsageThreshold: DefaultGCDiskUsageThreshold, InodeUsageThreshold: DefaultGCInodeUsageThreshold,
 		},
+		Containment: defaultContainment(),
 		// Nomad's -dev turns enable_debug on too.
 		EnableDebug: true,
 		DevMode:     true,
@@ -194,6 +198,7 @@ func (c *Config) Validate() error {
 	if err := checkSocketDir(c.Plugin.SocketDir); c.Plugin.SocketDir != "" && err != nil {
 		errs = append(errs, fmt.Errorf("plugin.socket_dir: %w", err))
 	}
+	errs = append(errs, c.Containment.validate()...)
 	for _, j := range c.Jobs {
 		if !filepath.IsAbs(j) {
 			errs = append(errs, fmt.Errorf("job file %q must be absolute", j))

@@ -97,8 +97,11 @@ func startChild(cmd *exec.Cmd, cg Cgroup) (*proc, error) {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				// 128+signal, the shell's convention, which Nomad's
+				// executor reports too (drivers/shared/executor/
+				// executor.go, exitSignalBase): "Exit Code: 137, Signal: 9".
 				res.Signal = int(ws.Signal())
-				res.ExitCode = -1
+				res.ExitCode = 128 + res.Signal
 			} else {
 				res.ExitCode = ee.ExitCode()
 			}

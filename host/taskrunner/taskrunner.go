@@ -155,6 +155,9 @@ func (tr *TaskRunner) run() {
 		cancel()
 	}()
 
+	// The restart interval counts from here, as Nomad's does from its task
+	// runner's start, not from the first exit.
+	tr.restarts.begin(time.Now())
 	t, restoredDead := tr.restore(ctx)
 	if restoredDead {
 		return
@@ -212,7 +215,7 @@ func (tr *TaskRunner) run() {
 			tr.finish(ctx, d.failed || !res.Successful(), "")
 			return
 		}
-		ev := newEvent(EventRestarting, fmt.Sprintf("Task restarting in %s: %s", d.delay.Round(time.Millisecond), d.reason))
+		ev := newEvent(EventRestarting, restartingMessage(d))
 		ev.Details = map[string]string{"restart_delay": d.delay.String(), "reason": d.reason}
 		tr.apply(change{events: []*state.TaskEvent{ev}, state: func(s *state.TaskState) {
 			s.State = state.TaskStatePending
@@ -442,14 +445,26 @@ func (tr *TaskRunner) wait(t driver.Task) (res *driver.ExitResult, stop bool) {
 	}
 }
 
+// restartingMessage is Nomad's Restarting event text: "Task restarting in
+// 15.2s", led by the reason when it is not the ordinary one.
+func restartingMessage(d decision) string {
+	in := "Task restarting in " + d.delay.Round(time.Millisecond).String()
+	if d.reason == "" || d.reason == reasonWithinPolicy {
+		return in
+	}
+	return d.reason + " - " + in
+}
+
 func exitMessage(res *driver.ExitResult) string {
 	switch {
 	case res.Unknown:
 		return "Exit code unknowable: the task was re-adopted and is not the agent's child"
 	case res.Signal != 0:
-		return fmt.Sprintf("Exit code: %d, signal: %d (%s)", res.ExitCode, res.Signal, syscall.Signal(res.Signal))
+		// Nomad's words for a Terminated event (nomad/structs/structs.go,
+		// PopulateEventDisplayMessage), with the driver's 128+signal code.
+		return fmt.Sprintf("Exit Code: %d, Signal: %d", res.ExitCode, res.Signal)
 	default:
-		return fmt.Sprintf("Exit code: %d", res.ExitCode)
+		return fmt.Sprintf("Exit Code: %d", res.ExitCode)
 	}
 }
 
