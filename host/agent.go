@@ -209,12 +209,12 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		PluginSets: sdk.HostPlugins(),
 		Dispense:   sdk.PluginCSI,
 		Logger:     logger.Named("go_plugin"),
-	})
+	}, cfg.Containment.ChrootEnv)
 	if err != nil {
 		return nil, fmt.Errorf("agent: drivers: %w", err)
 	}
 
-	a.cgroups = cgroup.Detect(logger.Named("cgroup"), cgroup.Options{Parent: cfg.CgroupParent})
+	a.cgroups = cgroup.Detect(logger.Named("cgroup"), cgroup.Options{Parent: cfg.Containment.CgroupParent})
 	if a.cgroups.Enabled() {
 		a.logger.Info("tasks run in cgroups", "version", a.cgroups.Version(), "parent", a.cgroups.Parent())
 	} else {

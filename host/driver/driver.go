@@ -162,7 +162,9 @@ type ExecConfig struct {
 	// PIDMode and IPCMode are "private" (a namespace of the task's own)
 	// or "host".
 	PIDMode, IPCMode string
-	CapAdd, CapDrop  []string
+	// Caps is the task's whole capability set ("CAP_CHOWN", ...), cap_add
+	// and cap_drop applied (jobspec.ExecCapabilities).
+	Caps []string
 }
 
 // Cgroup is a task's control group as the drivers use it (package

@@ -25,29 +25,17 @@ type Exec struct {
 	chrootEnv map[string]string
 }
 
-// DefaultChrootEnv is Nomad's client default chroot_env: what an exec task
-// sees of the host, read-only.
-var DefaultChrootEnv = map[string]string{
-	"/bin": "/bin", "/etc": "/etc", "/lib": "/lib", "/lib32": "/lib32", "/lib64": "/lib64",
-	"/run/resolvconf": "/run/resolvconf", "/sbin": "/sbin", "/usr": "/usr",
-}
-
-// NewExec returns the exec driver; chrootEnv nil means DefaultChrootEnv.
+// NewExec returns the exec driver. chrootEnv maps host paths to paths in
+// a task's root (the agent's chroot_env, whose default is Nomad's).
 func NewExec(w *Watcher, chrootEnv map[string]string) *Exec {
-	if chrootEnv == nil {
-		chrootEnv = DefaultChrootEnv
-	}
 	return &Exec{watcher: w, chrootEnv: maps.Clone(chrootEnv)}
 }
 
 // Name implements Driver.
 func (d *Exec) Name() string { return "exec" }
 
-// Isolation modes of pid_mode and ipc_mode.
-const (
-	ModePrivate = "private"
-	ModeHost    = "host"
-)
+// ModeHost is pid_mode and ipc_mode's "host": the host's namespace.
+const ModeHost = "host"
 
 // Start implements Driver.
 func (d *Exec) Start(ctx context.Context, req *StartRequest) (Task, error) {
@@ -61,9 +49,9 @@ func (d *Exec) Start(ctx context.Context, req *StartRequest) (Task, error) {
 	if cfg == nil {
 		cfg = &ExecConfig{}
 	}
-	caps, err := nsexec.TaskCaps(cfg.CapAdd, cfg.CapDrop)
+	caps, err := nsexec.CapabilityNumbers(cfg.Caps)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("exec: %w", err)
 	}
 	ns := nsexec.Namespaces{PID: cfg.PIDMode != ModeHost, IPC: cfg.IPCMode != ModeHost}
 	spec := &nsexec.Spec{

@@ -9,10 +9,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pluginhost/pluginhost/host/config"
+	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/nsexec"
 )
 
 var nobody = &User{Name: "nobody", UID: 65534, GID: 65534, Home: "/nonexistent"}
+
+// execConfig is an exec task's config with Nomad's capability set and
+// cap_drop applied.
+func execConfig(t *testing.T, pidMode string, capDrop ...string) *ExecConfig {
+	t.Helper()
+	caps, err := jobspec.ExecCapabilities(&jobspec.TaskConfig{CapDrop: capDrop}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ExecConfig{PIDMode: pidMode, Caps: caps}
+}
+
+// testChrootEnv is Nomad's default chroot_env.
+var testChrootEnv = config.DefaultChrootEnv()
 
 // runExec runs script under /bin/sh as an exec task in a fresh task dir and
 // returns its result and output.
@@ -29,7 +45,7 @@ func runExec(t *testing.T, script string, cfg *ExecConfig, user *User, mounts []
 		}
 	}
 	r, w := pipeFile(t)
-	task, err := NewExec(newWatcher(t), nil).Start(context.Background(), &StartRequest{
+	task, err := NewExec(newWatcher(t), testChrootEnv).Start(context.Background(), &StartRequest{
 		Command: "/bin/sh", Args: []string{"-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
 		Stdout: w, Stderr: w, TaskDir: taskDir, SharedDir: shared, Exec: cfg, User: user,
 		Mounts: mounts, MountHelper: []string{testNsexec},
@@ -59,7 +75,7 @@ func TestExecIsolation(t *testing.T) {
 	script := `echo pid=$$; id -u; id -g; test -d /local && echo local; test -d /alloc && echo alloc; ` +
 		`test -e ` + secret + ` && echo HOST-VISIBLE; ls /proc | grep -c '^[0-9]' ; ` +
 		`stat -c %a /secrets; echo hi > /local/f && echo wrote-local; pwd`
-	res, out, taskDir := runExec(t, script, nil, nobody, nil)
+	res, out, taskDir := runExec(t, script, execConfig(t, ""), nobody, nil)
 	if res.ExitCode != 0 {
 		t.Fatalf("exit %+v; output:\n%s", res, out)
 	}
@@ -95,14 +111,14 @@ func TestExecCapabilities(t *testing.T) {
 		t.Fatal(err)
 	}
 	mounts := []nsexec.Mount{{Source: vol, Target: "/srv/data"}}
-	res, out, _ := runExec(t, `echo ok > /srv/data/f && echo wrote; grep CapEff /proc/self/status`, nil, nobody, mounts)
+	res, out, _ := runExec(t, `echo ok > /srv/data/f && echo wrote; grep CapEff /proc/self/status`, execConfig(t, ""), nobody, mounts)
 	if res.ExitCode != 0 || !strings.Contains(out, "wrote") {
 		t.Fatalf("exit %+v; nobody could not write the root-owned volume:\n%s", res, out)
 	}
 	if b, err := os.ReadFile(filepath.Join(vol, "f")); err != nil || string(b) != "ok\n" {
 		t.Fatalf("write did not reach the volume: %q %v", b, err)
 	}
-	res, out, _ = runExec(t, `echo ok > /srv/data/g && echo WROTE`, &ExecConfig{CapDrop: []string{"dac_override"}}, nobody, mounts)
+	res, out, _ = runExec(t, `echo ok > /srv/data/g && echo WROTE`, execConfig(t, "", "dac_override"), nobody, mounts)
 	if strings.Contains(out, "WROTE") {
 		t.Fatalf("cap_drop dac_override still let nobody write a root-owned dir: %+v\n%s", res, out)
 	}
@@ -110,7 +126,7 @@ func TestExecCapabilities(t *testing.T) {
 
 // pid_mode = "host" shares the host's pid namespace.
 func TestExecHostPIDMode(t *testing.T) {
-	res, out, _ := runExec(t, `echo $$`, &ExecConfig{PIDMode: ModeHost}, nobody, nil)
+	res, out, _ := runExec(t, `echo $$`, execConfig(t, ModeHost), nobody, nil)
 	if res.ExitCode != 0 || strings.TrimSpace(out) == "1" {
 		t.Fatalf("exit %+v, pid %q: want the host's pid", res, out)
 	}
@@ -124,7 +140,7 @@ func TestExecMissingCommand(t *testing.T) {
 	}
 	alloc := t.TempDir()
 	r, w := pipeFile(t)
-	task, err := NewExec(newWatcher(t), nil).Start(context.Background(), &StartRequest{
+	task, err := NewExec(newWatcher(t), testChrootEnv).Start(context.Background(), &StartRequest{
 		Command: "no-such-binary", Env: []string{"PATH=/usr/bin:/bin"}, Stdout: w, Stderr: w,
 		TaskDir: alloc, SharedDir: alloc, User: nobody, MountHelper: []string{testNsexec},
 	})

@@ -349,7 +349,13 @@ func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
 	var execCfg *driver.ExecConfig
 	if tr.task.Driver == jobspec.DriverExec {
 		// A path inside the task's root; "" is its "/", as on Nomad.
-		execCfg = &driver.ExecConfig{PIDMode: c.PIDMode, IPCMode: c.IPCMode, CapAdd: c.CapAdd, CapDrop: c.CapDrop}
+		caps, err := jobspec.ExecCapabilities(c, nil)
+		if err != nil {
+			err = Fatal(fmt.Errorf("task %s: %w", tr.task.Name, err))
+			tr.emit(newEvent(EventDriverFailure, err.Error()))
+			return nil, err
+		}
+		execCfg = &driver.ExecConfig{PIDMode: c.PIDMode, IPCMode: c.IPCMode, Caps: caps}
 	} else if workDir == "" {
 		workDir = tr.req.LocalDir
 	}
