@@ -16,9 +16,10 @@ import (
 const DefaultExecUser = "nobody"
 
 // userHook resolves the task's `user` and gives that user the directories
-// it must write: local/, secrets/, its socket directory, and the shared
-// alloc/ (0777, as Nomad makes it, since tasks of one group may run as
-// different users). A task without a user runs as the agent's.
+// it must write: local/, secrets/ and the shared alloc/ (0777, as Nomad
+// makes it, since tasks of one group may run as different users); the
+// socket hook gives it its socket directory. A task without a user runs as
+// the agent's.
 type userHook struct{ cfg *Config }
 
 func (h *userHook) Name() string { return "user" }
@@ -41,7 +42,7 @@ func (h *userHook) Prestart(_ context.Context, req *HookRequest) error {
 			return Fatal(fmt.Errorf("task %q: user %q: %w", req.Task.Name, name, err))
 		}
 	}
-	for _, d := range []string{req.LocalDir, req.SecretsDir, req.SocketDir} {
+	for _, d := range []string{req.LocalDir, req.SecretsDir} {
 		if err := os.Chown(d, int(u.UID), int(u.GID)); err != nil {
 			return fmt.Errorf("give %s to user %q: %w", d, name, err)
 		}

@@ -89,6 +89,34 @@ func ensureSocketDir(dir string) error {
 	return nil
 }
 
+// socketDirDepth is how many directories above a task's socket directory
+// the agent made: <allocation>/, the agent's socket root, and the shared
+// root above it (see SocketRoot).
+const socketDirDepth = 3
+
+// giveSocketDir makes a task's socket directory its user's (still 0700),
+// and lets that user through the directories above it (0711: search, not
+// list), so the task reaches its own socket and no other task's.
+func giveSocketDir(dir string, uid, gid uint32) error {
+	if err := os.Chown(dir, int(uid), int(gid)); err != nil {
+		return fmt.Errorf("socket dir: %w", err)
+	}
+	p := dir
+	for range socketDirDepth {
+		p = filepath.Dir(p)
+		fi, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("socket dir: %w", err)
+		}
+		if m := fi.Mode().Perm(); m&0o011 != 0o011 {
+			if err := os.Chmod(p, m|0o011); err != nil {
+				return fmt.Errorf("socket dir: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
 // RemoveStaleSockets removes every unix socket under dir (two levels deep,
 // which covers go-plugin's plugin-dir*/plugin*) that refuses connections:
 // a socket nobody listens on was left by a process that died, and a new

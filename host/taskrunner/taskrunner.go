@@ -424,8 +424,13 @@ func (tr *TaskRunner) wait(t driver.Task) (res *driver.ExitResult, stop bool) {
 	case <-t.Done():
 		res = t.Result()
 		t.Detach()
-		ev := newEvent(EventTerminated, exitMessage(res))
+		ev := newEvent(EventTerminated, exitMessage(res)+oomMessage(res, tr.task.Resources))
 		ev.ExitCode, ev.Signal = res.ExitCode, res.Signal
+		if res.OOMKilled {
+			// Nomad's detail for a driver that detects OOM kills; on cgroup
+			// v1 Nomad's own raw_exec reports oom_killed=false.
+			ev.Details = map[string]string{"oom_killed": "true"}
+		}
 		tr.apply(change{events: []*state.TaskEvent{ev}, setHandle: true})
 		return res, false
 	case <-tr.killCh:
@@ -472,6 +477,19 @@ func exitMessage(res *driver.ExitResult) string {
 	default:
 		return fmt.Sprintf("Exit Code: %d", res.ExitCode)
 	}
+}
+
+// oomMessage is what a Terminated event adds when the kernel's OOM killer
+// killed a process of the launch: the user should not have to find it in
+// the kernel log.
+func oomMessage(res *driver.ExitResult, r *jobspec.Resources) string {
+	if !res.OOMKilled {
+		return ""
+	}
+	if r == nil {
+		return ", OOM Killed"
+	}
+	return fmt.Sprintf(", OOM Killed: the task reached its memory limit of %d MB", r.MemoryLimitMB())
 }
 
 // killTask stops t: kill_signal, SIGKILL after kill_timeout, bounded.
