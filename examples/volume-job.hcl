@@ -9,7 +9,10 @@
 #   pluginhost job stop volume-job                  # unpublished, unstaged, released
 #
 # /srv/data exists in the task's own mount namespace only (an empty mount
-# point is created on the host if missing); `job validate` says so.
+# point is created on the host if missing); `job validate` says so. Nomad
+# does not run this file as it is: its raw_exec cannot mount volumes and the
+# allocation fails with "no task supports CSI" (`job validate` and `job run`
+# warn); there the task needs driver = "exec".
 job "volume-job" {
   type = "service"
 

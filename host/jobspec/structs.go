@@ -117,7 +117,7 @@ type Task struct {
 	User string
 }
 
-// TaskConfig is the `config` block of raw_exec and pluginhost tasks.
+// TaskConfig is the `config` block of raw_exec, exec and go_plugin tasks.
 type TaskConfig struct {
 	Command string
 	Args    []string
