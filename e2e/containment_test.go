@@ -122,7 +122,7 @@ func TestContainmentExecIsolation(t *testing.T) {
 	a := e.start()
 	hostFile := filepath.Join(e.root, "host-only")
 	writeFile(t, hostFile, "x")
-	script := fmt.Sprintf(`{ id -u; echo $$; echo $NOMAD_TASK_DIR $NOMAD_ALLOC_DIR; test -e %q && echo HOST || echo hidden; test -d /local && echo local; } > /alloc/out`, hostFile)
+	script := fmt.Sprintf(`{ id -u; echo $$; echo $NOMAD_TASK_DIR $NOMAD_ALLOC_DIR; test -e %q && echo HOST || echo hidden; test -d /local && echo local; } > /alloc/out.tmp && mv /alloc/out.tmp /alloc/out`, hostFile)
 	alloc := a.runJob("iso", jobHCL("iso", noRestart, execTask("t", e.markerFor("iso"), script)))[0]
 	got := e.allocFile(t, a, alloc, "out")
 	if want := "65534\n1\n/local /alloc\nhidden\nlocal\n"; got != want {
@@ -164,6 +164,7 @@ func TestContainmentExecVolume(t *testing.T) {
 	if m := e.volumeMounts(t); len(m) != 0 {
 		t.Fatalf("mounts left after both jobs stopped: %v", m)
 	}
+	a.stopJob("ex-vol")
 	assertNoCgroups(t, e.cgroupParent)
 }
 
@@ -173,8 +174,13 @@ func TestContainmentRawExecUser(t *testing.T) {
 	needCgroups(t)
 	t.Parallel()
 	e := newEnv(t, "")
+	// The test's root is 0700 (os.MkdirTemp); data_dir's parents are the
+	// operator's to open to task users.
+	if err := os.Chmod(e.root, 0o711); err != nil {
+		t.Fatal(err)
+	}
 	a := e.start()
-	tk := shTask("t", e.markerFor("u"), `{ id -u; id -g; echo $HOME; echo x > $NOMAD_TASK_DIR/f && echo wrote; } > $NOMAD_ALLOC_DIR/out`)
+	tk := shTask("t", e.markerFor("u"), `{ id -u; id -g; echo $HOME; echo x > $NOMAD_TASK_DIR/f && echo wrote; } > $NOMAD_ALLOC_DIR/tmp && mv $NOMAD_ALLOC_DIR/tmp $NOMAD_ALLOC_DIR/out`)
 	tk.extra = "      user = \"nobody\"\n"
 	alloc := a.runJob("u", jobHCL("u", noRestart, tk))[0]
 	if got, want := e.allocFile(t, a, alloc, "out"), "65534\n65534\n/nonexistent\nwrote\n"; got != want {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 
 	"github.com/pluginhost/pluginhost/host/driver"
@@ -50,7 +51,30 @@ func (h *userHook) Prestart(_ context.Context, req *HookRequest) error {
 	if err := os.Chmod(req.SharedDir, 0o777); err != nil {
 		return fmt.Errorf("open the shared alloc dir to user %q: %w", name, err)
 	}
+	// The user must get through data_dir to its task directory (0711:
+	// through, not listing), as Nomad's allocation root is; what is above
+	// data_dir is the operator's.
+	for p := req.AllocDir; ; p = filepath.Dir(p) {
+		if err := searchable(p); err != nil {
+			return fmt.Errorf("let user %q reach its task directory: %w", name, err)
+		}
+		if p == h.cfg.DataDir || p == filepath.Dir(p) {
+			break
+		}
+	}
 	req.User = u
+	return nil
+}
+
+// searchable adds search permission for everyone to dir.
+func searchable(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if m := fi.Mode().Perm(); m&0o011 != 0o011 {
+		return os.Chmod(dir, m|0o011)
+	}
 	return nil
 }
 

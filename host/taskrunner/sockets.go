@@ -104,14 +104,8 @@ func giveSocketDir(dir string, uid, gid uint32) error {
 	p := dir
 	for range socketDirDepth {
 		p = filepath.Dir(p)
-		fi, err := os.Stat(p)
-		if err != nil {
+		if err := searchable(p); err != nil {
 			return fmt.Errorf("socket dir: %w", err)
-		}
-		if m := fi.Mode().Perm(); m&0o011 != 0o011 {
-			if err := os.Chmod(p, m|0o011); err != nil {
-				return fmt.Errorf("socket dir: %w", err)
-			}
 		}
 	}
 	return nil
