@@ -11,7 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/cgroup"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
@@ -106,7 +109,7 @@ func (a *Agent) submitLocked(job *jobspec.Job) (*api.JobRegisterResponse, error)
 		return nil, fmt.Errorf("recording job %q: %w", job.ID, err)
 	}
 	resp.Version = res.Job.Version
-	resp.Warnings = JobWarnings(job)
+	resp.Warnings = append(JobWarnings(job), containmentWarnings(a.cgroups)...)
 	for _, ar := range runners {
 		ar.Recorded()
 		a.track(&allocEntry{runner: ar, jobID: job.ID})
@@ -130,6 +133,22 @@ func JobWarnings(job *jobspec.Job) []string {
 		}
 	}
 	return out
+}
+
+// containmentWarnings say, at every job run and validate, that this
+// machine cannot enforce a job's resources: the job would behave otherwise
+// under Nomad, which kills a task past its memory.
+func containmentWarnings(m *cgroup.Manager) []string {
+	if m == nil || m.Enabled() {
+		return nil
+	}
+	return []string{"resources are not enforced and a stop kills only each task's process group: cgroups cannot be used on this machine (" + m.Reason() + ")"}
+}
+
+// ContainmentWarnings is containmentWarnings for this machine as the CLI
+// sees it (job validate runs without an agent).
+func ContainmentWarnings() []string {
+	return containmentWarnings(cgroup.Detect(hclog.NewNullLogger(), cgroup.Options{}))
 }
 
 // JobNotes say where pluginhost does more than Nomad with this job, for

@@ -129,6 +129,9 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 	agent.SetAddr(srv.Addr())
 	ui.Output(fmt.Sprintf("==> pluginhost agent started. Data dir: %s", cfg.DataDir))
 	ui.Output(fmt.Sprintf("    API: export PLUGINHOST_ADDR=%s", srv.Addr()))
+	if self, err := agent.Self(ctx); err == nil && self.Containment != nil {
+		ui.Output("    Containment: " + containmentLine(self.Containment))
+	}
 	if err := agent.Run(ctx, srv.Serve); err != nil {
 		ui.Error(err.Error())
 		return 1
@@ -171,4 +174,12 @@ func devConfig() (*config.Config, error) {
 		return nil, fmt.Errorf("pluginhost: %s", strings.TrimSpace(err.Error()))
 	}
 	return cfg, nil
+}
+
+// containmentLine says in one line how tasks are contained.
+func containmentLine(c *api.Containment) string {
+	if c.CgroupVersion == 0 {
+		return "none, task resources are not enforced (" + c.Reason + ")"
+	}
+	return fmt.Sprintf("cgroup v%d under %s (%s)", c.CgroupVersion, c.CgroupParent, strings.Join(c.Controllers, ", "))
 }

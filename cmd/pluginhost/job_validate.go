@@ -48,7 +48,7 @@ func (c *JobValidateCommand) Run(args []string) int {
 		return 1
 	}
 	c.Ui.Output(fmt.Sprintf("Job validation successful: job %q (%s), %d group(s)", job.ID, job.Type, len(job.TaskGroups)))
-	for _, w := range host.JobWarnings(job) {
+	for _, w := range append(host.JobWarnings(job), host.ContainmentWarnings()...) {
 		c.Ui.Warn("Warning: " + w)
 	}
 	for _, n := range host.JobNotes(job) {

@@ -353,4 +353,15 @@ type AgentSelf struct {
 	// "plugin not found" (Nomad #7200).
 	Ready     bool
 	StartTime time.Time
+	// Containment says how tasks are contained on this machine.
+	Containment *Containment
+}
+
+// Containment is how the agent contains tasks: the cgroup version it uses
+// (0: none, and then Reason says why and resources are not enforced).
+type Containment struct {
+	CgroupVersion int
+	CgroupParent  string   `json:",omitempty"`
+	Controllers   []string `json:",omitempty"`
+	Reason        string   `json:",omitempty"`
 }
