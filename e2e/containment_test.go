@@ -82,17 +82,24 @@ func waitMarked(t *testing.T, marker string, n int) {
 }
 
 // A stop kills every process of the task's cgroup, also those that left
-// its session or process group, also after a kill -9 of the agent; and the
-// group goes with the task.
+// its session or process group, also after a kill -9 of the agent, under
+// raw_exec and exec (whose namespaces end with it); and the group goes
+// with the task.
 func TestContainmentStopKillsDescendants(t *testing.T) {
 	needCgroups(t)
-	for _, kill9 := range []bool{false, true} {
-		t.Run(fmt.Sprintf("kill9=%t", kill9), func(t *testing.T) {
+	for _, c := range []struct {
+		driver string
+		kill9  bool
+	}{{"raw_exec", false}, {"raw_exec", true}, {"exec", false}, {"exec", true}} {
+		kill9 := c.kill9
+		t.Run(fmt.Sprintf("%s/kill9=%t", c.driver, kill9), func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, "")
 			a := e.start()
 			marker := e.markerFor("esc")
-			alloc := a.runJob("esc", jobHCL("esc", noRestart, shTask("t", marker, escapeScript)))[0]
+			tk := shTask("t", marker, escapeScript)
+			tk.driver = c.driver
+			alloc := a.runJob("esc", jobHCL("esc", noRestart, tk))[0]
 			a.waitAlloc(alloc, "running", running("t"))
 			waitMarked(t, marker, 3)
 			if left := taskCgroups(e.cgroupParent); len(left) == 0 {
