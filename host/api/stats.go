@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 )
@@ -92,7 +93,8 @@ func (s *Server) allocStats(w http.ResponseWriter, r *http.Request) {
 		err = ErrNotFound
 	}
 	if err != nil {
-		writeError(w, r, s.log, err)
+		// The allocation may have been collected since it was resolved.
+		writeError(w, r, s.log, fmt.Errorf("allocation %q: %w", alloc.ID, err))
 		return
 	}
 	writeJSON(w, s.log, http.StatusOK, usage)
