@@ -53,7 +53,7 @@ func shTask(name, script string) *jobspec.Task {
 func TestStatsOfRunningTask(t *testing.T) {
 	a := newAgent(t, "")
 	withCgroups(t, a)
-	job := testJob(jobspec.JobTypeService, shTask("hog", `x=$(head -c 20000000 /dev/zero | tr '\0' a); echo held; exec sleep 1000`),
+	job := testJob(jobspec.JobTypeService, shTask("hog", `x=$(head -c 20000000 /dev/zero | tr '\0' a); echo held; sleep 1000`),
 		rawTask("idle", "sleep", "1000"))
 	ar := a.run(job)
 	a.ev.wait(t, "hog", EventStarted, 1)
