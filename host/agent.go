@@ -67,6 +67,11 @@ type Agent struct {
 	events    *broker
 	taskQueue *eventQueue
 
+	// cpuMHz and cpuCores turn CPU percentages into Nomad's MHz
+	// (TotalTicks); read once at start.
+	cpuMHz   float64
+	cpuCores int
+
 	startTime time.Time
 	ready     atomic.Bool
 	addr      string
@@ -132,6 +137,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		metrics:   metrics.New(),
 		health:    csiplugin.NewHealthTable(),
 	}
+	a.cpuMHz, a.cpuCores = cpuFingerprint()
 	// Undo what was built if a later step fails.
 	var closers []func()
 	defer func() {

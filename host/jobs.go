@@ -404,7 +404,10 @@ func (a *Agent) lookupAlloc(prefix string) (*allocEntry, error) {
 	}
 	switch len(matches) {
 	case 0:
-		return nil, fmt.Errorf("allocation %q: %w", prefix, api.ErrNotFound)
+		// Bare: the API server names the allocation it was asked for
+		// (api: "allocation \"ffff\": not found"); naming it here too
+		// doubled the name in every 404.
+		return nil, api.ErrNotFound
 	case 1:
 		return a.allocs[matches[0]], nil
 	default:

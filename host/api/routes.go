@@ -15,6 +15,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/job/{id}/allocations", methods{http.MethodGet: s.jobAllocs}.handler(s.log))
 	mux.Handle("/v1/allocation/{id}", methods{http.MethodGet: s.getAlloc}.handler(s.log))
 	mux.Handle("/v1/client/fs/logs/{id}", methods{http.MethodGet: s.allocLogs}.handler(s.log))
+	mux.Handle("/v1/client/allocation/{id}/stats", methods{http.MethodGet: s.allocStats}.handler(s.log))
 	mux.Handle("/v1/plugins", methods{http.MethodGet: s.listPlugins}.handler(s.log))
 	mux.Handle("/v1/plugin/csi/{id}", methods{http.MethodGet: s.getPlugin}.handler(s.log))
 	// The registry, every plugin type alike (pluginhost's own; Nomad lists

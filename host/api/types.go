@@ -159,6 +159,8 @@ type Allocation struct {
 	Tasks []string
 	// AllocDir is the allocation's directory on this machine.
 	AllocDir string
+	// TaskResources are each task's `resources`, by task name.
+	TaskResources map[string]*Resources `json:",omitempty"`
 	// Volumes are the group's CSI volumes and this allocation's claim on
 	// each (Nomad shows them in alloc status too).
 	Volumes []*AllocVolume `json:",omitempty"`

@@ -52,6 +52,11 @@ type TaskRunner struct {
 	// write takes them along.
 	unsaved []*state.TaskEvent
 	running driver.Task
+	// cgroup is the running launch's group (req.Cgroup, which only the
+	// run goroutine may touch), for Stats; nil when not running.
+	cgroup *taskCgroup
+	// sampler keeps the references of Stats' CPU percentages.
+	sampler statsSampler
 
 	killCh   chan struct{}
 	killOnce sync.Once
@@ -93,9 +98,14 @@ func (tr *TaskRunner) snapshot() TaskSnapshot {
 	return s
 }
 
+// setRunning is called by the run goroutine only: it reads req.Cgroup.
 func (tr *TaskRunner) setRunning(t driver.Task) {
 	tr.mu.Lock()
 	tr.running = t
+	tr.cgroup = nil
+	if t != nil {
+		tr.cgroup = tr.req.Cgroup
+	}
 	tr.mu.Unlock()
 }
 
@@ -520,6 +530,9 @@ func (tr *TaskRunner) killTask(t driver.Task, reason string) {
 }
 
 func (tr *TaskRunner) runExited(ctx context.Context, res *driver.ExitResult) {
+	if res.OOMKilled {
+		countOOMKill(tr.cfg.Metrics, tr.labels())
+	}
 	for _, h := range tr.hooks {
 		if eh, ok := h.(ExitedHook); ok {
 			if err := eh.Exited(ctx, tr.req, res); err != nil {
