@@ -4,8 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
+
+	"github.com/pluginhost/pluginhost/internal/mountinfo"
 )
 
 // mount is one cgroup filesystem from /proc/self/mountinfo.
@@ -47,7 +48,7 @@ func cgroupMounts(r io.Reader) ([]mount, error) {
 			continue
 		}
 		seen[dev] = true
-		m := mount{dir: unescapeMount(pf[4]), v2: fstype == "cgroup2"}
+		m := mount{dir: mountinfo.Unescape(pf[4]), v2: fstype == "cgroup2"}
 		if !m.v2 {
 			for opt := range strings.SplitSeq(qf[2], ",") {
 				switch {
@@ -65,24 +66,4 @@ func cgroupMounts(r io.Reader) ([]mount, error) {
 		return nil, fmt.Errorf("reading mountinfo: %w", err)
 	}
 	return out, nil
-}
-
-// unescapeMount undoes the octal escapes mountinfo uses for space, tab,
-// newline and backslash in paths.
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

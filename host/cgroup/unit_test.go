@@ -87,9 +87,6 @@ func TestCgroupMounts(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
 	}
-	if u := unescapeMount(`/a\040b\011c\134d\`); u != "/a b\tc\\d\\" {
-		t.Errorf("unescape: %q", u)
-	}
 }
 
 func TestNames(t *testing.T) {
