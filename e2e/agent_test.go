@@ -32,6 +32,9 @@ type env struct {
 	dataDir string
 	cfgPath string
 	sock    string
+	// cgroupParent holds this env's task cgroups, apart from every other
+	// test's, so that what a test leaves behind is its own.
+	cgroupParent string
 
 	mu     sync.Mutex
 	agents []*agentProc
@@ -60,7 +63,8 @@ func newEnvAt(t testing.TB, sub, extraConfig string) *env {
 	if sub == "" {
 		sub = "d"
 	}
-	e := &env{t: t, bin: bin, root: root, dataDir: filepath.Join(root, sub), cfgPath: filepath.Join(root, "agent.hcl")}
+	e := &env{t: t, bin: bin, root: root, dataDir: filepath.Join(root, sub), cfgPath: filepath.Join(root, "agent.hcl"),
+		cgroupParent: "/" + filepath.Base(root)}
 	// The API socket gets its own short path so that a long data dir
 	// tests only the plugin socket fallback.
 	e.sock = filepath.Join(root, "api.sock")
@@ -71,8 +75,8 @@ func newEnvAt(t testing.TB, sub, extraConfig string) *env {
 	if _, ok := t.(*testing.B); ok {
 		level = "info"
 	}
-	cfg := fmt.Sprintf("data_dir = %q\naddr = %q\nlog_level = %q\nnode_name = \"e2e\"\n%s\n",
-		e.dataDir, "unix://"+e.sock, level, extraConfig)
+	cfg := fmt.Sprintf("data_dir = %q\naddr = %q\nlog_level = %q\nnode_name = \"e2e\"\ncgroup_parent = %q\n%s\n",
+		e.dataDir, "unix://"+e.sock, level, e.cgroupParent, extraConfig)
 	if err := os.WriteFile(e.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatalf("write config: %v", err)
 	}
@@ -92,6 +96,7 @@ func (e *env) cleanup() {
 		a.kill()
 	}
 	killMatching(e.root)
+	removeCgroups(e.t, e.cgroupParent)
 	unmountUnder(e.t, e.root)
 	if e.t.Failed() {
 		for _, a := range agents {

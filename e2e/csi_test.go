@@ -165,7 +165,14 @@ func TestCSIRollingUpdate(t *testing.T) {
 	}
 	a.stopAndCheckNoOrphans("new", mNew)
 	w.waitActive(old)
+	// The manager fingerprints the instance it made active again on its
+	// own schedule, and no event says it did (under load, after the
+	// switch it can still be the stand-in for a moment).
 	p = e.pluginStatus("rolling")
+	for deadline := time.Now().Add(15 * time.Second); (p.Nodes[old] == nil || !p.Nodes[old].Healthy) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		p = e.pluginStatus("rolling")
+	}
 	if p.ActiveNode != old || p.ActiveController != old || !slices.Equal(pluginAllocs(p), []string{old}) || p.Nodes[old] == nil || !p.Nodes[old].Healthy {
 		t.Fatalf("after the newer stopped: active %s/%s, allocations %v, nodes %v; want only %s, healthy", p.ActiveNode, p.ActiveController, pluginAllocs(p), keys(p.Nodes), old)
 	}

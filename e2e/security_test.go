@@ -54,7 +54,8 @@ func startTCP(t *testing.T, e *env) *tcpAgent {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf("data_dir = %q\naddr = \"127.0.0.1:0\"\nlog_level = \"debug\"\nnode_name = \"e2e\"\nenable_debug = true\n", e.dataDir)
+	cfg := fmt.Sprintf("data_dir = %q\naddr = \"127.0.0.1:0\"\nlog_level = \"debug\"\nnode_name = \"e2e\"\nenable_debug = true\ncgroup_parent = %q\n",
+		e.dataDir, e.cgroupParent)
 	if err := os.WriteFile(e.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,15 @@ job "demo" {
       config {
         # A bare name is looked up on the task's PATH, then the agent's.
         command = "mockcsi"
-        args    = ["--node-id=${node.unique.name}"]
+        args = [
+          "--node-id=${node.unique.name}",
+          # The plugin's volumes must outlive its allocation: an update of
+          # this job starts a new one, which would otherwise start empty
+          # while the agent still has every volume registered. Three levels
+          # up from the allocation dir is the agent's data dir, here as on
+          # Nomad (<data_dir>/alloc/<alloc id>/alloc).
+          "--state-dir=${NOMAD_ALLOC_DIR}/../../../plugin-state/mockcsi",
+        ]
       }
 
       csi_plugin {

@@ -14,7 +14,10 @@ job "mockcsi-standalone" {
         args = [
           "--endpoint=${CSI_ENDPOINT}",
           "--node-id=${node.unique.name}",
-          "--state-dir=${NOMAD_TASK_DIR}/state",
+          # Outside the allocation, so that an update of this job keeps
+          # the plugin's volumes (see demo.hcl): <data_dir>/plugin-state/...
+          # of the agent, pluginhost's or Nomad's.
+          "--state-dir=${NOMAD_ALLOC_DIR}/../../../plugin-state/mockcsi-standalone",
         ]
       }
 

@@ -8,8 +8,10 @@
 #   pluginhost alloc logs <alloc>                   # the log so far
 #   pluginhost job stop volume-job                  # unpublished, unstaged, released
 #
-# /srv/data exists in the task's own mount namespace only (an empty mount
-# point is created on the host if missing); `job validate` says so.
+# The task runs under the exec driver, as on Nomad (whose raw_exec cannot
+# mount volumes: "no task supports CSI"): in a root of its own, as nobody,
+# with /srv/data inside that root only. The same file runs unchanged on a
+# Nomad client with the exec driver.
 job "volume-job" {
   type = "service"
 
@@ -22,7 +24,7 @@ job "volume-job" {
     }
 
     task "writer" {
-      driver = "raw_exec"
+      driver = "exec"
 
       config {
         command = "/bin/sh"

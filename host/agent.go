@@ -15,6 +15,7 @@ import (
 	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/cgroup"
 	"github.com/pluginhost/pluginhost/host/config"
 	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/driver"
@@ -38,7 +39,7 @@ type Options struct {
 	// LogmonCommand starts a log shipper; nil means this binary's
 	// `logmon` subcommand.
 	LogmonCommand []string
-	// NsexecCommand starts a task that has volumes (package mountns); nil
+	// NsexecCommand starts a task that has volumes (package nsexec); nil
 	// means this binary's `nsexec` subcommand.
 	NsexecCommand []string
 	// ExtraHooks adds task hooks after the CSI plugin supervisor, which
@@ -61,9 +62,15 @@ type Agent struct {
 	csi       *csi.Manager
 	volumes   *csi.VolumeManager
 	watcher   *driver.Watcher
+	cgroups   *cgroup.Manager
 	runnerCfg *taskrunner.Config
 	events    *broker
 	taskQueue *eventQueue
+
+	// cpuMHz and cpuCores turn CPU percentages into Nomad's MHz
+	// (TotalTicks); read once at start.
+	cpuMHz   float64
+	cpuCores int
 
 	startTime time.Time
 	ready     atomic.Bool
@@ -130,6 +137,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		metrics:   metrics.New(),
 		health:    csiplugin.NewHealthTable(),
 	}
+	a.cpuMHz, a.cpuCores = cpuFingerprint()
 	// Undo what was built if a later step fails.
 	var closers []func()
 	defer func() {
@@ -207,12 +215,19 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		PluginSets: sdk.HostPlugins(),
 		Dispense:   sdk.PluginCSI,
 		Logger:     logger.Named("go_plugin"),
-	})
+	}, cfg.Containment.ChrootEnv)
 	if err != nil {
 		return nil, fmt.Errorf("agent: drivers: %w", err)
 	}
 
+	a.cgroups = cgroup.Detect(logger.Named("cgroup"), cgroup.Options{Parent: cfg.Containment.CgroupParent})
+	if a.cgroups.Enabled() {
+		a.logger.Info("tasks run in cgroups", "version", a.cgroups.Version(), "parent", a.cgroups.Parent())
+	} else {
+		a.logger.Warn("cgroups cannot be used: task resources are not enforced, and a stop kills only a task's process group", "reason", a.cgroups.Reason())
+	}
 	a.runnerCfg = &taskrunner.Config{
+		Cgroups:       a.cgroups,
 		DataDir:       cfg.DataDir,
 		SocketRoot:    cfg.Plugin.SocketDir,
 		Store:         a.db,
@@ -410,6 +425,7 @@ func (a *Agent) restore() error {
 	if err != nil {
 		return fmt.Errorf("agent: loading allocations: %w", err)
 	}
+	sweepCgroups(a.cgroups, stored, a.logger)
 	for _, as := range stored {
 		ar, err := taskrunner.RestoreAllocRunner(a.runnerCfg, as)
 		if err != nil {

@@ -31,6 +31,7 @@ func allocation(ar *taskrunner.AllocRunner) *api.Allocation {
 	if al.Job != nil {
 		out.Name = fmt.Sprintf("%s.%s[%d]", al.Job.ID, al.TaskGroup, al.Index)
 		out.JobType = al.Job.Type
+		out.TaskResources = taskResources(al.Job, al.TaskGroup)
 	}
 	for _, t := range snap.Tasks {
 		out.Tasks = append(out.Tasks, t.Name)
@@ -149,4 +150,21 @@ func jobStatus(js *state.JobState, snaps []*taskrunner.AllocSnapshot) *api.Job {
 		out.StatusDescription = "batch complete"
 	}
 	return out
+}
+
+// taskResources are the group's tasks' resources, for alloc status.
+func taskResources(job *jobspec.Job, group string) map[string]*api.Resources {
+	for _, g := range job.TaskGroups {
+		if g.Name != group {
+			continue
+		}
+		out := make(map[string]*api.Resources, len(g.Tasks))
+		for _, t := range g.Tasks {
+			if r := t.Resources; r != nil {
+				out[t.Name] = &api.Resources{CPU: r.CPU, MemoryMB: r.MemoryMB, MemoryMaxMB: r.MemoryMaxMB}
+			}
+		}
+		return out
+	}
+	return nil
 }

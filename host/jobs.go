@@ -11,7 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/cgroup"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
@@ -39,6 +42,12 @@ func (a *Agent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterR
 	if !a.datacenterMatches(job.Datacenters) {
 		return nil, &api.FieldError{Field: "Datacenters", Err: fmt.Errorf(
 			"this agent is in datacenter %q, the job asks for %s", a.cfg.Datacenter, strings.Join(job.Datacenters, ", "))}
+	}
+	// Users and capabilities are this machine's: refused now, naming the
+	// task and field, rather than as a driver failure after the job is
+	// recorded (Nomad finds them only when the task starts).
+	if err := jobspec.CheckHost(job, a.cfg.HostPolicy()); err != nil {
+		return nil, &api.FieldError{Field: "Job", Err: err}
 	}
 	resp, err := a.submit(job)
 	if err != nil {
@@ -100,7 +109,7 @@ func (a *Agent) submitLocked(job *jobspec.Job) (*api.JobRegisterResponse, error)
 		return nil, fmt.Errorf("recording job %q: %w", job.ID, err)
 	}
 	resp.Version = res.Job.Version
-	resp.Warnings = JobWarnings(job)
+	resp.Warnings = append(JobWarnings(job), containmentWarnings(a.cgroups)...)
 	for _, ar := range runners {
 		ar.Recorded()
 		a.track(&allocEntry{runner: ar, jobID: job.ID})
@@ -116,7 +125,7 @@ func (a *Agent) submitLocked(job *jobspec.Job) (*api.JobRegisterResponse, error)
 // JobWarnings are what the agent accepts but runs differently from Nomad,
 // said at submission rather than discovered later.
 func JobWarnings(job *jobspec.Job) []string {
-	var out []string
+	out := jobspec.NomadWarnings(job)
 	for _, g := range job.TaskGroups {
 		if u := g.Update; u != nil && u.MaxParallel > 0 && u.MaxParallel < g.Count {
 			out = append(out, fmt.Sprintf("group %q: update.max_parallel = %d is not followed: pluginhost starts all %d new allocations at once and stops the old ones when all are healthy",
@@ -124,6 +133,22 @@ func JobWarnings(job *jobspec.Job) []string {
 		}
 	}
 	return out
+}
+
+// containmentWarnings say, at every job run and validate, that this
+// machine cannot enforce a job's resources: the job would behave otherwise
+// under Nomad, which kills a task past its memory.
+func containmentWarnings(m *cgroup.Manager) []string {
+	if m == nil || m.Enabled() {
+		return nil
+	}
+	return []string{"resources are not enforced and a stop kills only each task's process group: cgroups cannot be used on this machine (" + m.Reason() + ")"}
+}
+
+// ContainmentWarnings is containmentWarnings for this machine as the CLI
+// sees it (job validate runs without an agent).
+func ContainmentWarnings() []string {
+	return containmentWarnings(cgroup.Detect(hclog.NewNullLogger(), cgroup.Options{}))
 }
 
 // JobNotes say where pluginhost does more than Nomad with this job, for
@@ -137,7 +162,7 @@ func JobNotes(job *jobspec.Job) []string {
 				if !filepath.IsAbs(where) {
 					where = "<task dir>/" + where
 				}
-				out = append(out, fmt.Sprintf("group %q task %q: volume %q is bind-mounted at %s in a mount namespace of the task's own, before it starts (Nomad's raw_exec ignores volume_mount; its exec driver mounts inside the task's chroot)",
+				out = append(out, fmt.Sprintf("group %q task %q: volume %q is bind-mounted at %s in a mount namespace of the task's own, before it starts (as Nomad's exec driver mounts it inside the task's chroot)",
 					g.Name, t.Name, vm.Volume, where))
 			}
 			if note := jobspec.GoPluginNote(t); note != "" {
@@ -379,7 +404,10 @@ func (a *Agent) lookupAlloc(prefix string) (*allocEntry, error) {
 	}
 	switch len(matches) {
 	case 0:
-		return nil, fmt.Errorf("allocation %q: %w", prefix, api.ErrNotFound)
+		// Bare: the API server names the allocation it was asked for
+		// (api: "allocation \"ffff\": not found"); naming it here too
+		// doubled the name in every 404.
+		return nil, api.ErrNotFound
 	case 1:
 		return a.allocs[matches[0]], nil
 	default:

@@ -15,7 +15,7 @@ import (
 // first if it is not a mount point, as kubelet does with its own root.
 //
 // Why: each task with volumes runs in a mount namespace of its own
-// (package mountns), which starts as a copy of the host's mounts, other
+// (package nsexec), which starts as a copy of the host's mounts, other
 // allocations' staged and published volumes included. Those copies are
 // slaves of the host's mounts only where the host's are shared; on a host
 // whose mounts are private (containers, some distributions) an unstage on

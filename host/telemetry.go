@@ -8,13 +8,16 @@ import (
 )
 
 // watchMetrics points the agent's metrics at the views they read when
-// scraped: the registry, the CSI plugins' fingerprints, and both reconcile
-// queues.
+// scraped: the registry, the CSI plugins' fingerprints, the running
+// tasks' cgroups, and both reconcile queues.
 func (a *Agent) watchMetrics() error {
 	if err := a.metrics.WatchRegistry(a.registry.Stats); err != nil {
 		return err
 	}
 	if err := a.metrics.WatchPlugins(a.pluginTypes, a.pluginHealth); err != nil {
+		return err
+	}
+	if err := a.metrics.WatchTaskUsage(a.taskUsage); err != nil {
 		return err
 	}
 	if err := a.metrics.WatchQueue("jobs", a.jobQueue.Stats); err != nil {
@@ -53,3 +56,28 @@ func (a *Agent) pluginHealth() []metrics.PluginHealth {
 // Metrics is what the HTTP API serves at /v1/metrics: the agent's own
 // registry, never the Prometheus client's global one.
 func (a *Agent) Metrics() prometheus.Gatherer { return a.metrics.Gatherer() }
+
+// taskUsage samples every running task of every allocation, for the
+// client.allocs.* gauges, at scrape time.
+func (a *Agent) taskUsage() []metrics.TaskUsage {
+	a.mu.Lock()
+	entries := make([]*allocEntry, 0, len(a.allocs))
+	for _, e := range a.allocs {
+		entries = append(entries, e)
+	}
+	a.mu.Unlock()
+	var out []metrics.TaskUsage
+	for _, e := range entries {
+		samples, err := e.runner.Stats()
+		if err != nil {
+			a.logger.Warn("reading task stats for metrics", "alloc_id", e.runner.ID(), "error", err)
+		}
+		for task, s := range samples {
+			out = append(out, metrics.TaskUsage{
+				AllocID: e.runner.ID(), Job: e.jobID, Group: e.runner.TaskGroup(), Task: task,
+				Stats: s, TotalTicks: a.ticks(s.CPUPercent),
+			})
+		}
+	}
+	return out
+}

@@ -10,7 +10,7 @@ import (
 	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/jobspec"
-	"github.com/pluginhost/pluginhost/host/mountns"
+	"github.com/pluginhost/pluginhost/host/nsexec"
 	"github.com/pluginhost/pluginhost/host/state"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
@@ -19,7 +19,7 @@ import (
 // task starts, the allocation's claims are recorded (if submission did not
 // already) and waited for until the volume reconciler has published each
 // one; the tasks then get bind mounts of the published paths at their
-// volume_mount destinations (package mountns). When every task is dead,
+// volume_mount destinations (package nsexec). When every task is dead,
 // the claims are released; the reconciler unwinds them.
 
 // volumeHookName is the hook's name in task events.
@@ -165,7 +165,7 @@ func (h volumeHook) Prerun(ctx context.Context, req *taskrunner.AllocHookRequest
 		}
 		claims[alias] = c
 	}
-	mounts := make(map[string][]mountns.Mount)
+	mounts := make(map[string][]nsexec.Mount)
 	for _, t := range req.Group.Tasks {
 		for _, vm := range t.VolumeMounts {
 			c := claims[vm.Volume]
@@ -173,10 +173,14 @@ func (h volumeHook) Prerun(ctx context.Context, req *taskrunner.AllocHookRequest
 				continue
 			}
 			target := vm.Destination
-			if !filepath.IsAbs(target) {
+			switch {
+			case t.Driver == jobspec.DriverExec:
+				// A path inside the task's own root.
+				target = filepath.Join("/", target)
+			case !filepath.IsAbs(target):
 				target = filepath.Join(req.TaskDirs[t.Name], target)
 			}
-			mounts[t.Name] = append(mounts[t.Name], mountns.Mount{
+			mounts[t.Name] = append(mounts[t.Name], nsexec.Mount{
 				Source: c.TargetPath, Target: filepath.Clean(target),
 				ReadOnly: vm.ReadOnly || c.ReadOnly(),
 				File:     c.AttachmentMode == jobspec.AttachmentModeBlockDevice,

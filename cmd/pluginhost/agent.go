@@ -155,6 +155,9 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 	if tokenFile != "" {
 		ui.Output(fmt.Sprintf("    Token: this user's CLI reads it from %s; others need -token or %s (pluginhost operator token)", tokenFile, api.EnvToken))
 	}
+	if self, err := agent.Self(ctx); err == nil && self.Containment != nil {
+		ui.Output("    Containment: " + containmentLine(self.Containment))
+	}
 	if err := agent.Run(ctx, srv.Serve); err != nil {
 		ui.Error(err.Error())
 		return 1
@@ -215,4 +218,12 @@ func devConfig() (*config.Config, error) {
 		return nil, fmt.Errorf("pluginhost: %s", strings.TrimSpace(err.Error()))
 	}
 	return cfg, nil
+}
+
+// containmentLine says in one line how tasks are contained.
+func containmentLine(c *api.Containment) string {
+	if c.CgroupVersion == 0 {
+		return "none, task resources are not enforced (" + c.Reason + ")"
+	}
+	return fmt.Sprintf("cgroup v%d under %s (%s)", c.CgroupVersion, c.CgroupParent, strings.Join(c.Controllers, ", "))
 }

@@ -20,12 +20,17 @@ func (c *AllocStatusCommand) Synopsis() string {
 
 func (c *AllocStatusCommand) Help() string {
 	return helpText(`
-Usage: pluginhost alloc status [-json] [-verbose] ALLOC
+Usage: pluginhost alloc status [-json] [-verbose] [-stats] ALLOC
 
-  Show an allocation and, for each task, its state, restarts and recent
-  events (newest first; -verbose shows them all). ALLOC may be any unique
-  prefix of the allocation ID.
-` + helpAgentOptions + "\n" + helpReadOptions)
+  Show an allocation and, for each task, its state, restarts, resources
+  (with what a running task uses now, from its cgroup: "12/100 MHz",
+  "24 MiB/300 MiB") and recent events (newest first; -verbose shows them
+  all). ALLOC may be any unique prefix of the allocation ID.
+` + helpAgentOptions + "\n" + helpReadOptions + `
+
+  -stats
+    Also print each running task's detailed Memory Stats and CPU Stats,
+    the fields its cgroup measures, as Nomad's alloc status -stats does.`)
 }
 
 // recentEvents is how many task events the view shows without -verbose,
@@ -34,6 +39,8 @@ const recentEvents = 10
 
 func (c *AllocStatusCommand) Run(args []string) int {
 	fs := c.flagSet("alloc status", true, true)
+	var showStats bool
+	fs.BoolVar(&showStats, "stats", false, "")
 	if !c.parse(fs, args) {
 		return 1
 	}
@@ -52,6 +59,7 @@ func (c *AllocStatusCommand) Run(args []string) int {
 	if c.json {
 		return c.outputJSON(a)
 	}
+	usage := c.allocUsage(client, a, showStats)
 	now := c.now()
 	c.Ui.Output(formatKV([]string{
 		"ID|" + c.shortID(a.ID),
@@ -94,10 +102,44 @@ func (c *AllocStatusCommand) Run(args []string) int {
 			"Total Restarts|" + strconv.FormatUint(ts.Restarts, 10),
 			"Last Restart|" + formatTime(ts.LastRestart),
 		}))
+		var tu *api.TaskResourceUsage
+		if usage != nil {
+			tu = usage.Tasks[name]
+		}
+		if t := taskResources(a.TaskResources[name], tu); t != "" {
+			c.Ui.Output("\n" + t)
+		}
+		if showStats && tu != nil {
+			if t := detailedUsage(tu.ResourceUsage); t != "" {
+				c.Ui.Output("\n" + t)
+			}
+		}
 		c.Ui.Output("\nRecent Events:")
 		c.Ui.Output(c.eventTable(ts.Events))
 	}
 	return 0
+}
+
+// allocUsage reads what the allocation's running tasks use, when one is
+// running. The view is still worth printing without it (an agent without
+// cgroups, an older agent), so a failure is a warning; with -stats, which
+// asked for it, the warning names the error.
+func (c *AllocStatusCommand) allocUsage(client *api.Client, a *api.Allocation, asked bool) *api.AllocResourceUsage {
+	running := false
+	for _, ts := range a.TaskStates {
+		running = running || (ts != nil && ts.State == api.TaskStateRunning)
+	}
+	if !running {
+		return nil
+	}
+	usage, err := client.AllocStats(c.Ctx, a.ID)
+	if err != nil {
+		if asked {
+			c.Ui.Warn(fmt.Sprintf("Couldn't retrieve stats: %v", err))
+		}
+		return nil
+	}
+	return usage
 }
 
 // taskOrder lists tasks in spec order, then any that only have state.

@@ -179,6 +179,27 @@ func TestJobValidate(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, `Note: group "g" task "t": volume "data" is bind-mounted at /srv/data in a mount namespace of the task's own`) {
 		t.Errorf("validate of a job with a volume_mount does not say how it is mounted: %+v", r)
 	}
+	// ... and that Nomad would refuse it: raw_exec cannot mount there.
+	if !strings.Contains(r.stderr, `Warning: group "g" task "t": Nomad refuses this job ("no task supports CSI")`) ||
+		!strings.Contains(r.stderr, `use driver = "exec"`) {
+		t.Errorf("validate of a raw_exec job with a volume_mount does not warn that Nomad refuses it: %+v", r)
+	}
+	// The user a task runs as must exist on this machine.
+	nouser := filepath.Join(t.TempDir(), "nouser.hcl")
+	os.WriteFile(nouser, []byte(`job "u" {
+  group "g" {
+    task "t" {
+      driver = "exec"
+      user   = "no-such-user-pluginhost"
+      config { command = "/bin/true" }
+    }
+  }
+}
+`), 0o600)
+	r = runCLI(t, ctx, "", "job", "validate", nouser)
+	if r.code != 1 || !strings.Contains(r.stderr, `TaskGroups[0].Tasks[0].User: Unknown user: job "u" group "g" task "t": user "no-such-user-pluginhost" does not exist on this host`) {
+		t.Errorf("validate of a job naming an unknown user: %+v", r)
+	}
 	bad := filepath.Join(t.TempDir(), "bad.hcl")
 	os.WriteFile(bad, []byte("job \"x\" {\n  typo = 1\n}\n"), 0o600)
 	r = runCLI(t, ctx, "", "job", "validate", bad)

@@ -20,8 +20,10 @@ Usage: pluginhost job validate FILE
 
   Parse and validate a job file here, without contacting an agent: the same
   parser the agent uses, so a file that validates is one the agent accepts
-  (unless it names something missing on the agent's machine). Every problem
-  is printed with its file:line:col. Exit code 1 if there is any.
+  (unless it names something missing on the agent's machine, or a user the
+  agent's denied_host_uids or denied_host_gids refuse). The users tasks run
+  as must exist on this machine. Every problem is printed with its
+  file:line:col. Exit code 1 if there is any.
 `)
 }
 
@@ -38,8 +40,15 @@ func (c *JobValidateCommand) Run(args []string) int {
 		c.Ui.Error(fmt.Sprintf("Job validation errors:\n%v", err))
 		return 1
 	}
+	// The users the job names must exist here, supposing this is the
+	// agent's machine; the agent's denied_host_uids/gids are checked when
+	// it is submitted.
+	if err := jobspec.CheckHost(job, jobspec.HostPolicy{LookupUser: jobspec.LookupOSUser}); err != nil {
+		c.Ui.Error(fmt.Sprintf("Job validation errors (on this machine):\n%v", err))
+		return 1
+	}
 	c.Ui.Output(fmt.Sprintf("Job validation successful: job %q (%s), %d group(s)", job.ID, job.Type, len(job.TaskGroups)))
-	for _, w := range host.JobWarnings(job) {
+	for _, w := range append(host.JobWarnings(job), host.ContainmentWarnings()...) {
 		c.Ui.Warn("Warning: " + w)
 	}
 	for _, n := range host.JobNotes(job) {

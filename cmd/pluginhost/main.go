@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/cli"
 
 	"github.com/pluginhost/pluginhost/host/logmon"
-	"github.com/pluginhost/pluginhost/host/mountns"
+	"github.com/pluginhost/pluginhost/host/nsexec"
 )
 
 // version is the release, stamped at link time with
@@ -30,7 +30,7 @@ func main() {
 	// The mount helper execs the task in place: nothing of the CLI may run
 	// first.
 	if len(os.Args) > 1 && os.Args[1] == "nsexec" {
-		os.Exit(mountns.Main(os.Args[2:]))
+		os.Exit(nsexec.Main(os.Args[2:]))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// After the first signal, restore the default handlers so that a

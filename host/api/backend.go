@@ -38,6 +38,9 @@ type Backend interface {
 	// its logs drained. It must not write to w before it has validated its
 	// arguments, so that errors can still become a status code.
 	AllocLogs(ctx context.Context, allocID, task string, stderr, follow bool, w io.Writer) error
+	// AllocStats samples the cgroups of the allocation's running tasks
+	// (allocID is a full ID); tasks not running are absent.
+	AllocStats(ctx context.Context, allocID string) (*AllocResourceUsage, error)
 	Plugins(ctx context.Context) ([]*CSIPluginListStub, error)
 	// CreateVolume records a volume to create (or to expand, when it
 	// exists with a smaller capacity_min) and queues the work; RegisterVolume

@@ -38,6 +38,7 @@ func (s *Server) routeTable() []route {
 		m("/v1/job/{id}/allocations", methods{http.MethodGet: s.jobAllocs}),
 		m("/v1/allocation/{id}", methods{http.MethodGet: s.getAlloc}),
 		m("/v1/client/fs/logs/{id}", methods{http.MethodGet: s.allocLogs}),
+		m("/v1/client/allocation/{id}/stats", methods{http.MethodGet: s.allocStats}),
 		m("/v1/plugins", methods{http.MethodGet: s.listPlugins}),
 		m("/v1/plugin/csi/{id}", methods{http.MethodGet: s.getPlugin}),
 		// The registry, every plugin type alike (pluginhost's own; Nomad

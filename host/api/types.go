@@ -159,6 +159,8 @@ type Allocation struct {
 	Tasks []string
 	// AllocDir is the allocation's directory on this machine.
 	AllocDir string
+	// TaskResources are each task's `resources`, by task name.
+	TaskResources map[string]*Resources `json:",omitempty"`
 	// Volumes are the group's CSI volumes and this allocation's claim on
 	// each (Nomad shows them in alloc status too).
 	Volumes []*AllocVolume `json:",omitempty"`
@@ -353,4 +355,15 @@ type AgentSelf struct {
 	// "plugin not found" (Nomad #7200).
 	Ready     bool
 	StartTime time.Time
+	// Containment says how tasks are contained on this machine.
+	Containment *Containment
+}
+
+// Containment is how the agent contains tasks: the cgroup version it uses
+// (0: none, and then Reason says why and resources are not enforced).
+type Containment struct {
+	CgroupVersion int
+	CgroupParent  string   `json:",omitempty"`
+	Controllers   []string `json:",omitempty"`
+	Reason        string   `json:",omitempty"`
 }

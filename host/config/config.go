@@ -68,6 +68,9 @@ type Config struct {
 	GC GCConfig
 	// ACL holds the API's tokens when the config sets them.
 	ACL ACLConfig
+	// Containment holds chroot_env, denied_host_uids, denied_host_gids
+	// and cgroup_parent (containment.go).
+	Containment ContainmentConfig
 
 	// DevMode is set by Dev: no config file, throwaway data dir.
 	DevMode bool
@@ -162,6 +165,7 @@ func Dev() *Config {
 			Interval: DefaultGCInterval, MaxAllocs: DefaultGCMaxAllocs,
 			DiskUsageThreshold: DefaultGCDiskUsageThreshold, InodeUsageThreshold: DefaultGCInodeUsageThreshold,
 		},
+		Containment: defaultContainment(),
 		// Nomad's -dev turns enable_debug on too.
 		EnableDebug: true,
 		DevMode:     true,
@@ -233,6 +237,7 @@ func (c *Config) Validate() error {
 	if c.ACL.ManagementToken != "" && c.ACL.ManagementToken == c.ACL.ReadToken {
 		errs = append(errs, errors.New("acl.management_token and acl.read_token must differ"))
 	}
+	errs = append(errs, c.Containment.validate()...)
 	for _, j := range c.Jobs {
 		if !filepath.IsAbs(j) {
 			errs = append(errs, fmt.Errorf("job file %q must be absolute", j))

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 
+	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
 )
 
@@ -26,16 +27,17 @@ func TestExampleConfigParses(t *testing.T) {
 	}
 	repo, _ := filepath.Abs("../..")
 	want := &Config{
-		DataDir:    "/var/lib/pluginhost",
-		LogLevel:   "info",
-		Addr:       "unix:///var/lib/pluginhost/pluginhost.sock",
-		NodeName:   "node-1",
-		Datacenter: "dc1",
-		Jobs:       []string{filepath.Join(repo, "examples", "demo.hcl")},
-		CSI:        CSIConfig{FingerprintInterval: 30 * time.Second, ProbeTimeout: 5 * time.Second, VolumeMountTimeout: 2 * time.Minute},
-		Plugin:     PluginConfig{SocketDir: "/run/pluginhost"},
-		GC:         GCConfig{Interval: time.Minute, MaxAllocs: 50, DiskUsageThreshold: 80, InodeUsageThreshold: 70},
-		SourcePath: filepath.Join(repo, "config.hcl.example"),
+		DataDir:     "/var/lib/pluginhost",
+		LogLevel:    "info",
+		Addr:        "unix:///var/lib/pluginhost/pluginhost.sock",
+		NodeName:    "node-1",
+		Datacenter:  "dc1",
+		Jobs:        []string{filepath.Join(repo, "examples", "demo.hcl")},
+		CSI:         CSIConfig{FingerprintInterval: 30 * time.Second, ProbeTimeout: 5 * time.Second, VolumeMountTimeout: 2 * time.Minute},
+		Plugin:      PluginConfig{SocketDir: "/run/pluginhost"},
+		GC:          GCConfig{Interval: time.Minute, MaxAllocs: 50, DiskUsageThreshold: 80, InodeUsageThreshold: 70},
+		Containment: ContainmentConfig{ChrootEnv: DefaultChrootEnv(), CgroupParent: DefaultCgroupParent},
+		SourcePath:  filepath.Join(repo, "config.hcl.example"),
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
@@ -301,5 +303,65 @@ acl {
 	c.ACL = ACLConfig{ManagementToken: mgmt, ReadToken: mgmt}
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "must differ") {
 		t.Errorf("Validate of equal tokens = %v", err)
+	}
+}
+
+// TestContainmentKeys: chroot_env replaces Nomad's default whole, the
+// denied ids take Nomad's range syntax, and cgroup_parent is one cgroup
+// however its slashes are written.
+func TestContainmentKeys(t *testing.T) {
+	c, err := Parse([]byte(`data_dir = "/var/lib/pluginhost"
+chroot_env = {
+  "/usr/bin/env"      = "/usr/bin/env"
+  "/opt/app/"         = "/app"
+}
+denied_host_uids = "0, 1000-1999"
+denied_host_gids = "0"
+cgroup_parent    = "pluginhost.slice/"
+`), "c.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ContainmentConfig{
+		ChrootEnv:      map[string]string{"/usr/bin/env": "/usr/bin/env", "/opt/app": "/app"},
+		DeniedHostUIDs: jobspec.IDRanges{{Lo: 0, Hi: 0}, {Lo: 1000, Hi: 1999}},
+		DeniedHostGIDs: jobspec.IDRanges{{Lo: 0, Hi: 0}},
+		CgroupParent:   "/pluginhost.slice",
+	}
+	if !reflect.DeepEqual(c.Containment, want) {
+		t.Fatalf("got  %+v\nwant %+v", c.Containment, want)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := c.HostPolicy()
+	if !p.DeniedUIDs.Contains(1500) || p.DeniedUIDs.Contains(2000) || !p.DeniedGIDs.Contains(0) || p.LookupUser == nil || p.AgentUser == nil {
+		t.Fatalf("host policy %+v", p)
+	}
+
+	// Left out: Nomad's defaults.
+	c, err = Parse([]byte(`data_dir = "/var/lib/pluginhost"`), "c.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := c.Containment
+	if def.CgroupParent != "/pluginhost" || len(def.DeniedHostUIDs)+len(def.DeniedHostGIDs) != 0 ||
+		def.ChrootEnv["/run/systemd/resolve"] != "/run/systemd/resolve" || len(def.ChrootEnv) != 9 {
+		t.Fatalf("defaults %+v", def)
+	}
+	// An empty map is no map, as in Nomad: the default stays.
+	c, err = Parse([]byte("data_dir = \"/var/lib/pluginhost\"\nchroot_env = {}\n"), "c.hcl")
+	if err != nil || len(c.Containment.ChrootEnv) != 9 {
+		t.Fatalf("chroot_env = {}: %v, %v", c.Containment.ChrootEnv, err)
+	}
+	// A Config built in code is held to the same rules.
+	bad := Dev()
+	bad.DataDir = "/var/lib/pluginhost"
+	bad.Containment.ChrootEnv = map[string]string{"/bin": "/secrets/bin"}
+	bad.Containment.CgroupParent = "pluginhost"
+	err = bad.Validate()
+	if err == nil || !strings.Contains(err.Error(), `chroot_env "/bin" = "/secrets/bin"`) ||
+		!strings.Contains(err.Error(), `cgroup_parent "pluginhost" must be written "/pluginhost"`) {
+		t.Fatalf("Validate = %v", err)
 	}
 }

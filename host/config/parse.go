@@ -22,6 +22,7 @@ var rootSchema = &hcl.BodySchema{
 		{Name: "data_dir"}, {Name: "log_level"}, {Name: "log_json"}, {Name: "addr"}, {Name: "enable_debug"},
 		{Name: "node_name"}, {Name: "datacenter"}, {Name: "jobs"},
 		{Name: "gc_interval"}, {Name: "gc_max_allocs"}, {Name: "gc_disk_usage_threshold"}, {Name: "gc_inode_usage_threshold"},
+		{Name: "chroot_env"}, {Name: "denied_host_uids"}, {Name: "denied_host_gids"}, {Name: "cgroup_parent"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "csi"}, {Type: "plugin"}, {Type: "acl"}},
 }
@@ -185,6 +186,8 @@ func decode(d *hclstrict.Decoder, body hcl.Body, filename, baseDir string) *Conf
 	if v, ok := d.Int(a["gc_inode_usage_threshold"], 1, 100); ok {
 		c.GC.InodeUsageThreshold = float64(v)
 	}
+
+	decodeContainment(d, a, &c.Containment)
 
 	var csis, plugins, acls hcl.Blocks
 	for _, b := range content.Blocks {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/pluginhost/pluginhost/host/mountns"
+	"github.com/pluginhost/pluginhost/host/nsexec"
 )
 
 // Errors a caller can tell apart with errors.Is.
@@ -57,9 +57,20 @@ type StartRequest struct {
 
 	// Mounts are the task's volumes, bound into a mount namespace of its
 	// own before its binary runs, by the MountHelper command (package
-	// mountns).
-	Mounts      []mountns.Mount
+	// nsexec), which also builds an exec task's root.
+	Mounts      []nsexec.Mount
 	MountHelper []string
+
+	// Cgroup is the task's control group, made for this launch; nil leaves
+	// the task in the agent's (cgroups not usable on this machine).
+	Cgroup Cgroup
+	// User is who the task runs as; nil means the agent's user.
+	User *User
+	// TaskDir and SharedDir are the task's directory and the allocation's
+	// shared one: the exec driver's / and /alloc.
+	TaskDir, SharedDir string
+	// Exec is the exec driver's part of the task's config.
+	Exec *ExecConfig
 
 	// Plugin describes a go_plugin task that is not an sdk CSI plugin;
 	// nil means the driver's configured (CSI) handshake and identity check.
@@ -84,6 +95,13 @@ type Handle struct {
 	// SocketPath is the go_plugin server's socket ("" for raw_exec).
 	SocketPath string
 	Reattach   *ReattachRecord
+	// CgroupPath names the task's control group ("" for none), so that a
+	// restarted agent finds it again.
+	CgroupPath string
+
+	// Cgroup is the group CgroupPath names, opened by the task runner
+	// before Recover (like Plugin, not saved).
+	Cgroup Cgroup
 
 	// Plugin is StartRequest.Plugin. It comes from the job, not from the
 	// saved record: the task runner sets it before Recover, which needs it
@@ -125,6 +143,48 @@ type ExitResult struct {
 	// Unknown is set when the task was not our child (re-adopted after an
 	// agent restart): the kernel gives its exit status to its new parent.
 	Unknown bool
+	// OOMKilled is set when the kernel's OOM killer killed a process of
+	// the task's cgroup during this launch (known for re-adopted tasks
+	// too: the cgroup counts it).
+	OOMKilled bool
+}
+
+// User is a task's resolved user.
+type User struct {
+	Name     string
+	UID, GID uint32
+	Groups   []uint32
+	Home     string
+}
+
+// ExecConfig is the exec driver's part of a task's config.
+type ExecConfig struct {
+	// PIDMode and IPCMode are "private" (a namespace of the task's own)
+	// or "host".
+	PIDMode, IPCMode string
+	// Caps is the task's whole capability set ("CAP_CHOWN", ...), cap_add
+	// and cap_drop applied (jobspec.ExecCapabilities).
+	Caps []string
+}
+
+// Cgroup is a task's control group as the drivers use it (package
+// cgroup's Group implements it). A process joins it before it runs any
+// code of its own: through clone3 into the group's directory on cgroup
+// v2, and on v1 by being written into the group while it is stopped at
+// its first exec.
+type Cgroup interface {
+	// Path names the group; it is saved in the task's handle.
+	Path() string
+	// CloneFD returns a cgroup v2 directory to clone the task into; ok is
+	// false on v1, where AddPid is used instead. The caller closes fd.
+	CloneFD() (fd int, ok bool, err error)
+	// AddPid moves pid into the group (cgroup v1).
+	AddPid(pid int) error
+	// Kill SIGKILLs every process in the group and returns once it is
+	// empty or ctx ends.
+	Kill(ctx context.Context) error
+	// OOMKills is how many processes the OOM killer killed in the group.
+	OOMKills() (uint64, error)
 }
 
 // Successful reports a clean exit.

@@ -181,6 +181,7 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 		StartTime:  t.p.startTime,
 		SocketPath: rc.Addr.String(),
 		Plugin:     req.Plugin,
+		CgroupPath: cgroupPath(req.Cgroup),
 		Reattach: &ReattachRecord{
 			Protocol:        string(rc.Protocol),
 			ProtocolVersion: client.NegotiatedVersion(),
@@ -250,7 +251,7 @@ func (d *GoPlugin) Recover(ctx context.Context, h *Handle, logger hclog.Logger) 
 	if logger == nil {
 		logger = d.cfg.Logger
 	}
-	p, err := adopt(h.Pid, h.StartTime, d.cfg.Watcher)
+	p, err := adopt(h.Pid, h.StartTime, d.cfg.Watcher, h.Cgroup)
 	if err != nil {
 		return nil, err
 	}

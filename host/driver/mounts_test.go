@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/mountns"
+	"github.com/pluginhost/pluginhost/host/nsexec"
 	"github.com/pluginhost/pluginhost/internal/mountinfo"
 )
 
@@ -40,7 +40,7 @@ func TestRawExecMounts(t *testing.T) {
 	script := `echo written > ` + dstRW + `/f && cat ` + dstRO + `/hello && ` +
 		`if (echo x > ` + dstRO + `/g) 2>/dev/null; then echo RO-WRITABLE; else echo ro-refused; fi && ` +
 		`grep -c " ` + dstRW + ` " /proc/self/mountinfo && cat ` + dstDev
-	res, out := runWithMounts(t, dir, script, []mountns.Mount{
+	res, out := runWithMounts(t, dir, script, []nsexec.Mount{
 		{Source: rw, Target: dstRW},
 		{Source: ro, Target: dstRO, ReadOnly: true},
 		{Source: dev, Target: dstDev, File: true},
@@ -67,7 +67,7 @@ func TestRawExecMountFailure(t *testing.T) {
 	}
 	dir := t.TempDir()
 	res, out := runWithMounts(t, dir, "echo RAN",
-		[]mountns.Mount{{Source: filepath.Join(dir, "missing"), Target: filepath.Join(dir, "t")}})
+		[]nsexec.Mount{{Source: filepath.Join(dir, "missing"), Target: filepath.Join(dir, "t")}})
 	if res.ExitCode != 126 || strings.Contains(out, "RAN") || !strings.Contains(out, "bind") {
 		t.Fatalf("exit %+v, output %q: want 126 and the failed bind named, task not run", res, out)
 	}
@@ -75,7 +75,7 @@ func TestRawExecMountFailure(t *testing.T) {
 
 // runWithMounts runs script under /bin/sh through the mount helper with
 // mounts, waits for it and returns its result and output.
-func runWithMounts(t *testing.T, dir, script string, mounts []mountns.Mount) (*ExitResult, string) {
+func runWithMounts(t *testing.T, dir, script string, mounts []nsexec.Mount) (*ExitResult, string) {
 	t.Helper()
 	r, w := pipeFile(t)
 	task, err := NewRawExec(newWatcher(t)).Start(context.Background(), &StartRequest{

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/pluginhost/pluginhost/host/nsexec"
 )
 
 // pluginRunner is our go-plugin runner.Runner. It exists for one reason
@@ -26,10 +28,11 @@ type pluginRunner struct {
 	// handshake line, which names the protocol and any TLS certificate
 	// (go-plugin's client does not say which protocol it refused).
 	line *lineRecorder
+	cg   Cgroup
 }
 
 func newPluginRunner(path string, req *StartRequest, pluginEnv []string) (*pluginRunner, error) {
-	cmd, err := taskCommand(path, req)
+	cmd, err := taskCommand(path, req.Args, req, &nsexec.Spec{Mounts: req.Mounts}, nsexec.Namespaces{})
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +40,7 @@ func newPluginRunner(path string, req *StartRequest, pluginEnv []string) (*plugi
 	env := append([]string{}, req.Env...)
 	cmd.Env = append(env, pluginEnv...)
 	cmd.Stderr = req.Stderr
-	return &pluginRunner{cmd: cmd, line: &lineRecorder{}}, nil
+	return &pluginRunner{cmd: cmd, line: &lineRecorder{}, cg: req.Cgroup}, nil
 }
 
 func (r *pluginRunner) Start(ctx context.Context) error {
@@ -50,7 +53,7 @@ func (r *pluginRunner) Start(ctx context.Context) error {
 		return fmt.Errorf("stdout pipe: %w", err)
 	}
 	r.cmd.Stdout = wr
-	p, err := startChild(r.cmd)
+	p, err := startChild(r.cmd, r.cg)
 	_ = wr.Close()
 	if err != nil {
 		_ = rd.Close()

@@ -60,11 +60,16 @@ type proc struct {
 	closed bool
 
 	cancelWatch func()
+
+	// cg is the task's control group, nil if it has none: the kill of the
+	// group reaches every descendant, whatever session it made.
+	cg Cgroup
 }
 
-// startChild starts cmd in its own session and returns its proc; a
-// goroutine owned by the proc reaps it and records its exit status.
-func startChild(cmd *exec.Cmd) (*proc, error) {
+// startChild starts cmd in its own session, and in cg when it is not nil,
+// and returns its proc; a goroutine owned by the proc reaps it and
+// records its exit status.
+func startChild(cmd *exec.Cmd, cg Cgroup) (*proc, error) {
 	pidfd := -1
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -73,10 +78,11 @@ func startChild(cmd *exec.Cmd) (*proc, error) {
 	// supervisor's SIGTERM) must not reach tasks, which outlive the agent.
 	cmd.SysProcAttr.Setsid = true
 	cmd.SysProcAttr.PidFD = &pidfd
-	if err := cmd.Start(); err != nil {
+	pid, err := startInCgroup(cmd, cg)
+	if err != nil {
 		return nil, err
 	}
-	p := &proc{pid: cmd.Process.Pid, pidfd: pidfd, done: make(chan struct{})}
+	p := &proc{pid: pid, pidfd: pidfd, done: make(chan struct{}), cg: cg}
 	st, err := ProcStartTime(p.pid)
 	if err != nil && !errors.Is(err, ErrTaskGone) {
 		_ = cmd.Process.Kill()
@@ -91,8 +97,11 @@ func startChild(cmd *exec.Cmd) (*proc, error) {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				// 128+signal, the shell's convention, which Nomad's
+				// executor reports too (drivers/shared/executor/
+				// executor.go, exitSignalBase): "Exit Code: 137, Signal: 9".
 				res.Signal = int(ws.Signal())
-				res.ExitCode = -1
+				res.ExitCode = 128 + res.Signal
 			} else {
 				res.ExitCode = ee.ExitCode()
 			}
@@ -106,8 +115,9 @@ func startChild(cmd *exec.Cmd) (*proc, error) {
 
 // adopt re-adopts pid if and only if it is still the process that started
 // at startTime. The pidfd is opened before the start time is compared, so
-// the process checked is the process held.
-func adopt(pid int, startTime uint64, w *Watcher) (*proc, error) {
+// the process checked is the process held. cg is the task's group, nil if
+// it has none.
+func adopt(pid int, startTime uint64, w *Watcher, cg Cgroup) (*proc, error) {
 	if pid <= 0 {
 		return nil, fmt.Errorf("pid %d: %w", pid, ErrTaskGone)
 	}
@@ -127,7 +137,7 @@ func adopt(pid int, startTime uint64, w *Watcher) (*proc, error) {
 		_ = unix.Close(fd)
 		return nil, fmt.Errorf("pid %d started at tick %d, recorded %d: %w", pid, st, startTime, ErrPidReused)
 	}
-	p := &proc{pid: pid, startTime: st, pidfd: fd, done: make(chan struct{})}
+	p := &proc{pid: pid, startTime: st, pidfd: fd, done: make(chan struct{}), cg: cg}
 	ch, cancel, err := w.Watch(fd)
 	if err != nil {
 		_ = unix.Close(fd)
@@ -146,6 +156,13 @@ func adopt(pid int, startTime uint64, w *Watcher) (*proc, error) {
 }
 
 func (p *proc) finish(res *ExitResult) {
+	if p.cg != nil {
+		// Each launch has a group of its own, so any OOM kill it counts
+		// happened during this launch.
+		if n, err := p.cg.OOMKills(); err == nil && n > 0 {
+			res.OOMKilled = true
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.result != nil {
@@ -217,8 +234,7 @@ func (p *proc) kill(ctx context.Context, sig syscall.Signal, timeout time.Durati
 	select {
 	case <-p.done:
 		// The leader is gone; members that ignored sig must not linger.
-		_ = unix.Kill(-p.pid, syscall.SIGKILL)
-		return nil
+		return p.killRest(ctx)
 	case <-ctx.Done():
 		return fmt.Errorf("kill pid %d: %w", p.pid, ctx.Err())
 	case <-t.C:
@@ -226,13 +242,29 @@ func (p *proc) kill(ctx context.Context, sig syscall.Signal, timeout time.Durati
 	if err := p.signalGroup(syscall.SIGKILL); err != nil {
 		return err
 	}
+	if err := p.killRest(ctx); err != nil {
+		return err
+	}
 	select {
 	case <-p.done:
-		_ = unix.Kill(-p.pid, syscall.SIGKILL)
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("kill pid %d after SIGKILL: %w", p.pid, ctx.Err())
 	}
+}
+
+// killRest SIGKILLs what is left of the task: its process group, and with
+// a cgroup every process in it, which is what catches a descendant that
+// called setsid or forked twice.
+func (p *proc) killRest(ctx context.Context) error {
+	_ = unix.Kill(-p.pid, syscall.SIGKILL)
+	if p.cg == nil {
+		return nil
+	}
+	if err := p.cg.Kill(ctx); err != nil {
+		return fmt.Errorf("kill the task's cgroup %s: %w", p.cg.Path(), err)
+	}
+	return nil
 }
 
 // release stops watching and closes the pidfd; the process is untouched.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/pluginhost/pluginhost/host/nsexec"
 )
 
 // RawExec runs any binary as a plain child process.
@@ -33,7 +35,7 @@ func (d *RawExec) Start(ctx context.Context, req *StartRequest) (Task, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cmd, err := taskCommand(path, req)
+	cmd, err := taskCommand(path, req.Args, req, hostSpec(req), nsexec.Namespaces{})
 	if err != nil {
 		return nil, err
 	}
@@ -41,21 +43,26 @@ func (d *RawExec) Start(ctx context.Context, req *StartRequest) (Task, error) {
 	cmd.Env = append([]string{}, req.Env...)
 	cmd.Stdout = req.Stdout
 	cmd.Stderr = req.Stderr
-	p, err := startChild(cmd)
+	p, err := startChild(cmd, req.Cgroup)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
-	return &rawTask{proc: p, handle: &Handle{Driver: d.Name(), Pid: p.pid, StartTime: p.startTime}}, nil
+	return &rawTask{proc: p, handle: newHandle(d.Name(), p, req.Cgroup)}, nil
 }
 
 // Recover implements Driver.
 func (d *RawExec) Recover(ctx context.Context, h *Handle, logger hclog.Logger) (Task, error) {
-	p, err := adopt(h.Pid, h.StartTime, d.watcher)
+	p, err := adopt(h.Pid, h.StartTime, d.watcher, h.Cgroup)
 	if err != nil {
 		return nil, err
 	}
 	hc := *h
 	return &rawTask{proc: p, handle: &hc}, nil
+}
+
+// newHandle is the handle of a task started as p.
+func newHandle(driver string, p *proc, cg Cgroup) *Handle {
+	return &Handle{Driver: driver, Pid: p.pid, StartTime: p.startTime, CgroupPath: cgroupPath(cg)}
 }
 
 type rawTask struct {

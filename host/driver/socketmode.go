@@ -12,10 +12,9 @@ import (
 // second lock. Anything that is not a socket is left alone, and a symlink
 // is not followed.
 //
-// Hook for the `user` task option (not built yet): a task running as
-// another user owns its socket, and this agent, running as root, can still
-// chmod and connect; the socket directory is then to be chowned to that
-// user where taskrunner creates it, keeping 0700.
+// A task running as its own user owns its socket (in a directory
+// taskrunner gives that user, still 0700); the agent, running as root, can
+// still chmod it and connect.
 func TightenSocket(path string) error {
 	fi, err := os.Lstat(path)
 	if err != nil {

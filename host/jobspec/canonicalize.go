@@ -68,6 +68,19 @@ func canonicalizeTask(g *TaskGroup, t *Task) {
 	if t.Logs == nil {
 		t.Logs = &LogConfig{MaxFiles: DefaultLogMaxFiles, MaxFileSizeMB: DefaultLogMaxFileMB}
 	}
+	if t.Driver == DriverExec {
+		if t.User == "" {
+			t.User = DefaultExecUser
+		}
+		if c := t.Config; c != nil {
+			if c.PIDMode == "" {
+				c.PIDMode = IsolationModePrivate
+			}
+			if c.IPCMode == "" {
+				c.IPCMode = IsolationModePrivate
+			}
+		}
+	}
 	if t.Resources == nil {
 		t.Resources = &Resources{CPU: DefaultCPU, MemoryMB: DefaultMemoryMB}
 	}
@@ -95,7 +108,7 @@ func canonicalizeTask(g *TaskGroup, t *Task) {
 			p.MountDir = DefaultCSIMountDir
 		}
 		if p.StagePublishBaseDir == "" {
-			p.StagePublishBaseDir = p.MountDir
+			p.StagePublishBaseDir = DefaultCSIStagePublishBaseDir
 		}
 		if p.HealthTimeout == 0 {
 			p.HealthTimeout = DefaultCSIHealthTimeout

@@ -22,6 +22,10 @@ func TestCanonicalizeMatchesParse(t *testing.T) {
         type = "node"
       }
     }
+    task "x" {
+      driver = "exec"
+      config { command = "/bin/true" }
+    }
   }
 }
 `
@@ -34,6 +38,9 @@ func TestCanonicalizeMatchesParse(t *testing.T) {
 		Tasks: []*Task{{
 			Name: "t", Driver: DriverGoPlugin, Config: &TaskConfig{Command: "/bin/true"},
 			CSIPluginConfig: &TaskCSIPluginConfig{ID: "p", Type: CSIPluginTypeNode},
+		}, {
+			// exec's defaults: user nobody, private namespaces.
+			Name: "x", Driver: DriverExec, Config: &TaskConfig{Command: "/bin/true"},
 		}},
 	}}}
 	Canonicalize(got)

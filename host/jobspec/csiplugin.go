@@ -11,6 +11,10 @@ import (
 const (
 	DefaultCSIMountDir      = "/csi"
 	DefaultCSIHealthTimeout = 30 * time.Second
+	// DefaultCSIStagePublishBaseDir is Nomad's default
+	// stage_publish_base_dir (api/tasks.go, TaskCSIPluginConfig.Canonicalize):
+	// the plugin's local dir, outside mount_dir as Nomad requires.
+	DefaultCSIStagePublishBaseDir = "/local/csi"
 )
 
 // csiPluginIDPattern keeps plugin IDs usable as path elements and registry
@@ -41,7 +45,7 @@ func decodeCSIPlugin(d *decoder, b *hcl.Block, f string) *TaskCSIPluginConfig {
 	if s, ok := d.FieldString(f+".MountDir", c.Attributes["mount_dir"], nil); ok {
 		p.MountDir = s
 	}
-	p.StagePublishBaseDir = p.MountDir
+	p.StagePublishBaseDir = DefaultCSIStagePublishBaseDir
 	if s, ok := d.FieldString(f+".StagePublishBaseDir", c.Attributes["stage_publish_base_dir"], nil); ok {
 		p.StagePublishBaseDir = s
 	}

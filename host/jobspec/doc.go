@@ -40,7 +40,9 @@
 //	Task.KillSignal ""             "SIGINT"
 //	Task.Logs, Task.Resources null the defaults below
 //	VolumeRequest.Name ""          its alias (the Volumes key)
-//	CSIPluginConfig.MountDir ""    "/csi"; StagePublishBaseDir "" its MountDir
+//	CSIPluginConfig.MountDir ""    "/csi"; StagePublishBaseDir "" "/local/csi"
+//	Task.User "" (exec only)       "nobody"
+//	Config.PIDMode, IPCMode "" (exec only)  "private"
 //	CSIPluginConfig.HealthTimeout 0  30s
 //
 // Everything else is taken as written: Count 0 means no allocation, as in a
@@ -73,9 +75,14 @@
 //	kill_timeout                5s
 //	kill_signal                 "SIGINT"
 //	logs                        max_files 10, max_file_size 10 (MB)
-//	resources                   cpu 100 (MHz), memory 300 (MB); not enforced
+//	resources                   cpu 100 (MHz), memory 300 (MB), memory_max unset
+//	                            (memory is then the hard limit too)
+//	user                        exec: "nobody"; raw_exec, go_plugin: "" (the
+//	                            agent's user)
+//	exec pid_mode, ipc_mode     "private"
 //	csi_plugin.mount_dir        "/csi"
-//	csi_plugin.stage_publish_base_dir = mount_dir
+//	csi_plugin.stage_publish_base_dir  "/local/csi" (must not be mount_dir or
+//	                            under it, as in Nomad)
 //	csi_plugin.health_timeout   30s
 //
 // Restart policies follow Nomad's consistency rules: interval >= 5s, zero
@@ -89,13 +96,27 @@
 // access_mode and attachment_mode; kill_signal must be a signal that can end
 // a process; durations must be strings; unknown `${...}` names are errors
 // (Nomad keeps them as text); HCL functions, `variable` and `locals` are not
-// supported.
+// supported; `cores` is refused (no whole cores to reserve on a shared
+// machine) and so is memory_max = -1 (no limit).
+//
+// Checks that need the host (does the task's user exist, is its uid or
+// gid denied, may exec grant its cap_add) are not Validate's, whose answer
+// must not depend on the machine: see CheckHost.
+//
+// # Where pluginhost goes further than Nomad
+//
+// A raw_exec or go_plugin task may have a volume_mount: pluginhost binds
+// the volume into a mount namespace of the task's own. Nomad refuses such a
+// job ("no task supports CSI"), so NomadWarnings says so for `job validate`
+// and `job run`; on Nomad the task needs driver "exec".
 //
 // # The checksum exception
 //
 // `config { checksum = "sha256:<64 hex>" }` is accepted under the go_plugin
 // driver only, and is stored lowercased. Nomad's raw_exec rejects unknown
-// config keys, so a raw_exec task with checksum is refused here too. Moving
+// config keys, so a raw_exec task with checksum is refused here too, as are
+// exec's pid_mode, ipc_mode, cap_add and cap_drop on raw_exec and go_plugin
+// (Nomad's raw_exec task config spec has none of them). Moving
 // a go_plugin job to Nomad already means changing its driver to raw_exec;
 // drop checksum in the same edit.
 //

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -72,6 +73,41 @@ func TestExampleRawExecPassesEndpoint(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("args %q do not pass --endpoint=${CSI_ENDPOINT}", task.Config.Args)
+	}
+}
+
+// TestExamplePluginStateOutlivesAllocation: the mockcsi examples keep
+// their state where the next allocation of the same job finds it (an
+// update starts a new allocation; a state dir under NOMAD_TASK_DIR starts
+// empty while every volume the plugin made is still registered), the same
+// directory under pluginhost's layout and Nomad's.
+func TestExamplePluginStateOutlivesAllocation(t *testing.T) {
+	for _, name := range []string{"demo.hcl", "mockcsi-raw-exec.hcl"} {
+		job, err := ParseFile(filepath.Join(examplesDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		task := job.TaskGroups[0].Tasks[0]
+		dirs := map[string]bool{}
+		for _, alloc := range []string{"a1", "a2"} {
+			vars := map[string]string{
+				VarAllocDir: "/data/alloc/" + alloc + "/alloc",
+				VarTaskDir:  "/data/alloc/" + alloc + "/" + task.Name + "/local",
+			}
+			for _, a := range task.Config.Args {
+				if dir, ok := strings.CutPrefix(Interpolate(a, vars), "--state-dir="); ok {
+					dirs[filepath.Clean(dir)] = true
+				}
+			}
+		}
+		if len(dirs) != 1 {
+			t.Fatalf("%s: state dirs %v, want one for both allocations", name, dirs)
+		}
+		for d := range dirs {
+			if !strings.HasPrefix(d, "/data/") || strings.HasPrefix(d, "/data/alloc/") {
+				t.Errorf("%s: state dir %s, want one in the agent's data dir outside the allocations", name, d)
+			}
+		}
 	}
 }
 

@@ -65,8 +65,23 @@ func TestParseFullJob(t *testing.T) {
 					Resources: &Resources{CPU: DefaultCPU, MemoryMB: DefaultMemoryMB},
 					CSIPluginConfig: &TaskCSIPluginConfig{
 						ID: "mock.csi", Type: CSIPluginTypeController, MountDir: DefaultCSIMountDir,
-						StagePublishBaseDir: DefaultCSIMountDir, HealthTimeout: DefaultCSIHealthTimeout,
+						StagePublishBaseDir: DefaultCSIStagePublishBaseDir, HealthTimeout: DefaultCSIHealthTimeout,
 					},
+				},
+				{
+					Name: "worker", Driver: DriverExec, User: "www-data",
+					Config: &TaskConfig{
+						Command: "/usr/bin/worker", WorkDir: "/srv",
+						// ipc_mode is left out: exec's default.
+						PIDMode: IsolationModeHost, IPCMode: IsolationModePrivate,
+						CapAdd: []string{"net_bind_service", "CAP_CHOWN"}, CapDrop: []string{"all"},
+					},
+					Env:         map[string]string{},
+					Meta:        map[string]string{},
+					Restart:     groupRestart,
+					KillTimeout: DefaultKillTimeout, KillSignal: DefaultKillSignal,
+					Logs:      &LogConfig{MaxFiles: DefaultLogMaxFiles, MaxFileSizeMB: DefaultLogMaxFileMB},
+					Resources: &Resources{CPU: 200, MemoryMB: 64, MemoryMaxMB: 256},
 				},
 			},
 		}},

@@ -13,6 +13,10 @@ const (
 	minMemoryMB = 10
 	maxMemoryMB = 1 << 24
 
+	// maxUserLen bounds a user name: Linux allows 32 bytes, NSS sources
+	// more, nobody needs 256.
+	maxUserLen = 256
+
 	minLogFiles  = 1
 	maxLogFiles  = 1000
 	minLogFileMB = 1

@@ -24,6 +24,10 @@ const (
 // Drivers pluginhost runs.
 const (
 	DriverRawExec = "raw_exec"
+	// DriverExec runs a task as Nomad's exec driver does: a chroot built
+	// from the agent's chroot_env, its own PID and IPC namespaces, a
+	// bounded capability set and, by default, user "nobody".
+	DriverExec = "exec"
 	// DriverGoPlugin launches an sdk plugin through go-plugin. Under Nomad
 	// the same binary runs with driver raw_exec in standalone mode.
 	DriverGoPlugin = "go_plugin"
@@ -105,9 +109,15 @@ type Task struct {
 
 	CSIPluginConfig *TaskCSIPluginConfig
 	VolumeMounts    []*VolumeMount
+
+	// User is the task's `user`: the host user it runs as. For exec it
+	// defaults to "nobody" (Nomad's exec driver); for raw_exec and
+	// go_plugin "" means the agent's own user (Nomad's raw_exec). Whether
+	// the user exists and is allowed is the host's business: CheckHost.
+	User string
 }
 
-// TaskConfig is the `config` block of raw_exec and pluginhost tasks.
+// TaskConfig is the `config` block of raw_exec, exec and go_plugin tasks.
 type TaskConfig struct {
 	Command string
 	Args    []string
@@ -121,6 +131,18 @@ type TaskConfig struct {
 	// means the sdk's; Plugin nil means the task is an sdk CSI plugin.
 	Handshake *GoPluginHandshake
 	Plugin    *GoPluginProvides
+
+	// PIDMode and IPCMode are exec's pid_mode and ipc_mode: "private"
+	// (the default, filled in for exec tasks) gives the task namespaces of
+	// its own, "host" shares the agent's. "" for other drivers, which do
+	// not have the keys.
+	PIDMode string
+	IPCMode string
+	// CapAdd and CapDrop are exec's cap_add and cap_drop, as written:
+	// capability names in any of Nomad's spellings ("net_raw",
+	// "CAP_NET_RAW") or "all". ExecCapabilities computes the task's set.
+	CapAdd  []string
+	CapDrop []string
 }
 
 // LogConfig is a `logs` block.
@@ -130,11 +152,24 @@ type LogConfig struct {
 	Disabled      bool
 }
 
-// Resources is a `resources` block. pluginhost does not enforce it on one
-// machine; it is accepted so job files stay portable to Nomad.
+// Resources is a `resources` block, with Nomad's meanings: CPU in MHz
+// (a share of the machine's CPU, not a cap), MemoryMB the memory the task
+// is sure to get, and MemoryMaxMB the hard limit past which it is killed.
 type Resources struct {
 	CPU      int
 	MemoryMB int
+	// MemoryMaxMB is `memory_max`; 0 means not set, and then MemoryMB is
+	// the hard limit as well (Nomad's behaviour without it). When set it is
+	// at least MemoryMB.
+	MemoryMaxMB int
+}
+
+// MemoryLimitMB is the hard memory limit: memory_max when set, else memory.
+func (r *Resources) MemoryLimitMB() int {
+	if r.MemoryMaxMB > 0 {
+		return r.MemoryMaxMB
+	}
+	return r.MemoryMB
 }
 
 // TaskCSIPluginConfig is a task's `csi_plugin` block.

@@ -20,7 +20,7 @@ const (
 )
 
 var taskSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "driver"}, {Name: "kill_timeout"}, {Name: "kill_signal"}},
+	Attributes: []hcl.AttributeSchema{{Name: "driver"}, {Name: "user"}, {Name: "kill_timeout"}, {Name: "kill_signal"}},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "config"}, {Type: "env"}, {Type: "meta"}, {Type: "resources"}, {Type: "restart"},
 		{Type: "logs"}, {Type: "csi_plugin"}, {Type: "volume_mount"},
@@ -28,13 +28,18 @@ var taskSchema = &hcl.BodySchema{
 }
 
 var configSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "command"}, {Name: "args"}, {Name: "work_dir"}, {Name: "checksum"}},
+	Attributes: []hcl.AttributeSchema{
+		{Name: "command"}, {Name: "args"}, {Name: "work_dir"}, {Name: "checksum"},
+		// exec only (see exec.go); Validate refuses them elsewhere.
+		{Name: "pid_mode"}, {Name: "ipc_mode"}, {Name: "cap_add"}, {Name: "cap_drop"},
+	},
 	// go_plugin only (see goplugin.go); Validate refuses them elsewhere.
 	Blocks: []hcl.BlockHeaderSchema{{Type: "handshake"}, {Type: "plugin"}},
 }
 
 var resourcesSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "cpu"}, {Name: "memory"}},
+	// cores is in the schema only to be refused with a reason.
+	Attributes: []hcl.AttributeSchema{{Name: "cpu"}, {Name: "memory"}, {Name: "memory_max"}, {Name: "cores"}},
 }
 
 var logsSchema = &hcl.BodySchema{
@@ -60,9 +65,10 @@ func decodeTask(d *decoder, g *TaskGroup, block *hcl.Block, f string) *Task {
 	c := d.Content(block.Body, taskSchema)
 
 	if attr := c.Attributes["driver"]; d.Required(f+".Driver", attr, block.DefRange, "Missing driver",
-		"Task %q needs `driver = \"raw_exec\"` or `driver = \"go_plugin\"`.", t.Name) {
+		"Task %q needs `driver = \"raw_exec\"`, `driver = \"exec\"` or `driver = \"go_plugin\"`.", t.Name) {
 		t.Driver, _ = d.FieldString(f+".Driver", attr, nil)
 	}
+	t.User, _ = d.FieldString(f+".User", c.Attributes["user"], nil)
 	if v, ok := d.FieldDuration(f+".KillTimeout", c.Attributes["kill_timeout"]); ok {
 		t.KillTimeout = v
 	}
@@ -91,6 +97,18 @@ func decodeTask(d *decoder, g *TaskGroup, block *hcl.Block, f string) *Task {
 		if v, ok := d.FieldWhole(f+".Resources.MemoryMB", rc.Attributes["memory"], minMemoryMB, maxMemoryMB); ok {
 			t.Resources.MemoryMB = v
 		}
+		// -1 is Nomad's "no limit"; Validate says why it is refused.
+		if v, ok := d.FieldWhole(f+".Resources.MemoryMaxMB", rc.Attributes["memory_max"], -1, maxMemoryMB); ok {
+			t.Resources.MemoryMaxMB = v
+		}
+		if attr := rc.Attributes["cores"]; attr != nil {
+			// Nomad reserves whole cores exclusively to a task (and
+			// refuses cores with cpu: "Task can only ask for 'cpu' or
+			// 'cores' resource, not both."); one machine shared with its
+			// user has no cores to set aside.
+			d.Errorf(attr.NameRange, "Unsupported cores",
+				"cores: pluginhost does not reserve whole cores; use cpu (MHz) instead.")
+		}
 	}
 
 	trb := decodeRestart(d, d.AtMostOne(blocks["restart"]), f+".Restart")
@@ -117,6 +135,21 @@ func decodeTask(d *decoder, g *TaskGroup, block *hcl.Block, f string) *Task {
 	for _, vb := range blocks["volume_mount"] {
 		t.VolumeMounts = append(t.VolumeMounts, decodeVolumeMount(d, vb, fieldIndex(f+".VolumeMounts", len(t.VolumeMounts))))
 	}
+	if t.Driver == DriverExec {
+		// Nomad's exec defaults: user "nobody", private PID and IPC
+		// namespaces (the driver's default_pid_mode / default_ipc_mode).
+		if t.User == "" {
+			t.User = DefaultExecUser
+		}
+		if t.Config != nil {
+			if t.Config.PIDMode == "" {
+				t.Config.PIDMode = IsolationModePrivate
+			}
+			if t.Config.IPCMode == "" {
+				t.Config.IPCMode = IsolationModePrivate
+			}
+		}
+	}
 	return t
 }
 
@@ -130,6 +163,10 @@ func decodeTaskConfig(d *decoder, b *hcl.Block, f string) *TaskConfig {
 	}
 	tc.Args, _ = d.FieldStringList(f+".Args", c.Attributes["args"], runtimeScope)
 	tc.WorkDir, _ = d.FieldString(f+".WorkDir", c.Attributes["work_dir"], runtimeScope)
+	tc.PIDMode, _ = d.FieldString(f+".PIDMode", c.Attributes["pid_mode"], nil)
+	tc.IPCMode, _ = d.FieldString(f+".IPCMode", c.Attributes["ipc_mode"], nil)
+	tc.CapAdd, _ = d.FieldStringList(f+".CapAdd", c.Attributes["cap_add"], nil)
+	tc.CapDrop, _ = d.FieldStringList(f+".CapDrop", c.Attributes["cap_drop"], nil)
 	if s, ok := d.FieldString(f+".Checksum", c.Attributes["checksum"], nil); ok {
 		// Stored lowercased so that comparing with a computed digest is
 		// plain string equality; Validate refuses what does not normalize.

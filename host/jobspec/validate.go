@@ -292,8 +292,15 @@ func (v *validation) volume(f, alias string, vol *VolumeRequest) {
 
 func (v *validation) task(f string, g *TaskGroup, t *Task) {
 	v.name(f+".Name", "task name", t.Name)
-	if t.Driver != DriverRawExec && t.Driver != DriverGoPlugin {
-		v.Add(f+".Driver", "Unsupported driver", "The driver must be \"raw_exec\" or \"go_plugin\", got %q.", t.Driver)
+	switch t.Driver {
+	case DriverRawExec, DriverExec, DriverGoPlugin:
+	default:
+		v.Add(f+".Driver", "Unsupported driver", "The driver must be \"raw_exec\", \"exec\" or \"go_plugin\", got %q.", t.Driver)
+	}
+	if strings.ContainsFunc(t.User, func(r rune) bool { return r < ' ' || r == 0x7f || r == ' ' || r == ':' }) || len(t.User) > maxUserLen {
+		// Names the host's user database can hold; whether the user
+		// exists is CheckHost's question.
+		v.Add(f+".User", "Invalid user", "user must be a user name (no spaces, ':' or control characters, at most %d bytes), got %q.", maxUserLen, t.User)
 	}
 	v.nonNegative(f+".KillTimeout", "kill_timeout", t.KillTimeout)
 	if _, known := SignalByName(t.KillSignal); !known {
@@ -313,7 +320,20 @@ func (v *validation) task(f string, g *TaskGroup, t *Task) {
 		v.Null(f+".Resources", "resources")
 	} else {
 		v.intRange(f+".Resources.CPU", "cpu", r.CPU, minCPU, maxCPU)
-		v.intRange(f+".Resources.MemoryMB", "memory", r.MemoryMB, minMemoryMB, maxMemoryMB)
+		memOK := v.intRange(f+".Resources.MemoryMB", "memory", r.MemoryMB, minMemoryMB, maxMemoryMB)
+		switch {
+		case r.MemoryMaxMB == -1:
+			// Nomad's MemoryNoLimit: no hard limit at all.
+			v.Add(f+".Resources.MemoryMaxMB", "Unsupported memory_max",
+				"memory_max = -1 (no memory limit) is not supported: pluginhost always sets a hard limit; give one in MB.")
+		case r.MemoryMaxMB == 0:
+		case !v.intRange(f+".Resources.MemoryMaxMB", "memory_max", r.MemoryMaxMB, minMemoryMB, maxMemoryMB):
+		case memOK && r.MemoryMaxMB < r.MemoryMB:
+			// Nomad: "MemoryMaxMB value (%d) should be larger than
+			// MemoryMB value (%d)" (nomad/structs/structs.go, Resources.Validate).
+			v.Add(f+".Resources.MemoryMaxMB", "Invalid memory_max",
+				"memory_max (%d MB) is the hard limit and must be at least memory (%d MB), the reservation.", r.MemoryMaxMB, r.MemoryMB)
+		}
 	}
 	if t.Restart == nil {
 		v.Null(f+".Restart", "restart policy")
@@ -362,6 +382,13 @@ func (v *validation) config(f, driver string, c *TaskConfig) {
 	if strings.TrimSpace(c.Command) == "" {
 		v.Add(f+".Command", "Invalid command", "The command must not be empty.")
 	}
+	// Nomad's exec and raw_exec both refuse a relative work_dir
+	// (drivers/exec/driver.go, drivers/rawexec/driver.go: TaskConfig.validate).
+	// A value starting with a runtime variable is absolute once filled in.
+	if w := c.WorkDir; w != "" && !path.IsAbs(w) && !strings.HasPrefix(w, "${") {
+		v.Add(f+".WorkDir", "Invalid work_dir", "work_dir must be an absolute path, got %q.", w)
+	}
+	v.execConfig(f, driver, c)
 	if c.Checksum == "" {
 		return
 	}
@@ -385,20 +412,46 @@ func (v *validation) csiPlugin(f string, p *TaskCSIPluginConfig) {
 	default:
 		v.Add(f+".Type", "Invalid plugin type", "The plugin type must be \"monolith\", \"node\" or \"controller\", got %q.", p.Type)
 	}
-	v.absDir(f+".MountDir", "mount_dir", p.MountDir)
-	// It defaults to mount_dir, whose own problem is reported already.
-	if p.StagePublishBaseDir != p.MountDir {
-		v.absDir(f+".StagePublishBaseDir", "stage_publish_base_dir", p.StagePublishBaseDir)
+	mountOK := v.absDir(f+".MountDir", "mount_dir", p.MountDir)
+	if v.absDir(f+".StagePublishBaseDir", "stage_publish_base_dir", p.StagePublishBaseDir) && mountOK {
+		// Nomad refuses it (nomad/structs/structs.go, Task.Validate:
+		// "CSIPluginConfig StagePublishBaseDir must not be a subdirectory
+		// of MountDir"): the plugin's staging paths would live inside the
+		// directory its socket is mounted at.
+		if rel := relPath(p.MountDir, p.StagePublishBaseDir); rel == "." || !strings.HasPrefix(rel, "..") {
+			v.Add(f+".StagePublishBaseDir", "Invalid stage_publish_base_dir",
+				"stage_publish_base_dir %q must not be mount_dir %q or under it (Nomad refuses it too); leave it out for Nomad's default %q.",
+				p.StagePublishBaseDir, p.MountDir, DefaultCSIStagePublishBaseDir)
+		}
 	}
 	if v.nonNegative(f+".HealthTimeout", "health_timeout", p.HealthTimeout) && p.HealthTimeout == 0 {
 		v.Add(f+".HealthTimeout", "Invalid health_timeout", "health_timeout must be longer than zero.")
 	}
 }
 
-func (v *validation) absDir(f, key, s string) {
+func (v *validation) absDir(f, key, s string) bool {
 	if !path.IsAbs(s) {
 		v.Add(f, "Invalid "+key, "%s must be an absolute path, got %q.", key, s)
+		return false
 	}
+	return true
+}
+
+// relPath is base's relation to target, both absolute and slash-separated,
+// as filepath.Rel would put it: "." for the same directory, "../x" for a
+// path outside base.
+func relPath(base, target string) string {
+	base, target = path.Clean(base), path.Clean(target)
+	if base == target {
+		return "."
+	}
+	if base == "/" {
+		return strings.TrimPrefix(target, "/")
+	}
+	if rest, ok := strings.CutPrefix(target, base+"/"); ok {
+		return rest
+	}
+	return "../" + target
 }
 
 // pluginUse remembers which task of a group serves a CSI plugin ID.

@@ -23,6 +23,7 @@ type Metrics struct {
 	taskStarts   *prometheus.CounterVec
 	taskRestarts *prometheus.CounterVec
 	taskExits    *prometheus.CounterVec
+	oomKills     *prometheus.CounterVec
 
 	csiRPC *prometheus.HistogramVec
 
@@ -35,6 +36,7 @@ var (
 	_ csi.RPCObserver        = (*Metrics)(nil)
 	_ state.CommitObserver   = (*Metrics)(nil)
 	_ taskrunner.TaskMetrics = (*Metrics)(nil)
+	_ taskrunner.OOMMetrics  = (*Metrics)(nil)
 )
 
 // latencyBuckets span a local gRPC call or an fsync (~100µs) to a CSI call
@@ -61,6 +63,13 @@ func New() *Metrics {
 			Namespace: Namespace, Subsystem: "client", Name: "allocs_exit",
 			Help: "Task process exits, by outcome: success, failure, killed (stopped by the agent), unknown (died while the agent was down).",
 		}, append(taskLabels, "outcome")),
+		// Nomad labels client.allocs.oom_killed with alloc_id too; a counter
+		// keeps every series it ever had, so here it is labelled like the
+		// other task counters, by what is bounded by the jobs.
+		oomKills: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "client", Name: "allocs_oom_killed",
+			Help: "Task launches ended by the kernel's OOM killer (a process of the task's cgroup was OOM-killed).",
+		}, taskLabels),
 		csiRPC: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Subsystem: "csi", Name: "rpc_seconds",
 			Help:    "CSI calls made by the agent: duration of the whole call (retries included) by method and gRPC code of the outcome.",
@@ -84,7 +93,7 @@ func New() *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: Namespace}),
-		m.taskStarts, m.taskRestarts, m.taskExits, m.csiRPC,
+		m.taskStarts, m.taskRestarts, m.taskExits, m.oomKills, m.csiRPC,
 		m.commitSeconds, m.commitWrites, m.commitErrors,
 	)
 	return m

@@ -103,6 +103,8 @@ type TaskHandle struct {
 	Reattach        *ReattachRecord
 	LogmonPid       int
 	LogmonStartTime uint64
+	// CgroupPath names the task's control group ("" when it has none).
+	CgroupPath string
 }
 
 // ReattachRecord is the JSON-safe form of go-plugin's ReattachConfig, whose

@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/pluginhost/pluginhost/host/jobspec"
-	"github.com/pluginhost/pluginhost/host/mountns"
+	"github.com/pluginhost/pluginhost/host/nsexec"
 	"github.com/pluginhost/pluginhost/host/state"
 )
 
@@ -48,7 +48,7 @@ type AllocHookRequest struct {
 
 	// Mounts, set by prerun hooks, are each task's bind mounts, by task
 	// name; the task's launches pass them to the driver.
-	Mounts map[string][]mountns.Mount
+	Mounts map[string][]nsexec.Mount
 
 	// note announces an informational event on every task.
 	note func(typ, msg string)

@@ -214,7 +214,7 @@ func newAllocRunner(cfg *Config, a *state.Alloc, recs map[string]*state.TaskReco
 			TaskDir: taskDir, LocalDir: filepath.Join(taskDir, "local"), SecretsDir: filepath.Join(taskDir, "secrets"),
 			SocketDir: TaskSocketDir(sockDir, len(ar.tasks)), Logger: tr.logger, runner: tr,
 		}
-		tr.hooks = []Hook{&validateHook{cfg: cfg}, taskDirHook{}, &envHook{cfg: cfg}, &pluginLogHook{cfg: cfg}, socketHook{}, &logmonHook{cfg: cfg}}
+		tr.hooks = []Hook{&validateHook{cfg: cfg}, taskDirHook{}, &userHook{cfg: cfg}, &envHook{cfg: cfg}, &cgroupHook{cfg: cfg}, &pluginLogHook{cfg: cfg}, socketHook{}, &logmonHook{cfg: cfg}}
 		if cfg.ExtraHooks != nil {
 			tr.hooks = append(tr.hooks, cfg.ExtraHooks(tr.req)...)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/pluginhost/pluginhost/host/cgroup"
 	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/state"
 )
@@ -31,7 +32,7 @@ type Config struct {
 	// LogmonCommand starts a log shipper; default [this binary, "logmon"].
 	LogmonCommand []string
 	// NsexecCommand starts a task that has volumes, in a mount namespace
-	// of its own (package mountns); default [this binary, "nsexec"].
+	// of its own (package nsexec); default [this binary, "nsexec"].
 	NsexecCommand []string
 	// ExtraHooks returns more hooks for a task (the CSI supervisor); it
 	// may return nil. They run after the built-in hooks.
@@ -50,6 +51,13 @@ type Config struct {
 	// NodeID is ${node.unique.id}: stable for the life of the data dir.
 	NodeID     string
 	Datacenter string
+
+	// Cgroups makes each launch's control group; nil or disabled runs
+	// tasks in the agent's own.
+	Cgroups *cgroup.Manager
+	// UserAllowed, if set, refuses a task user the agent's config denies
+	// (denied_host_uids / denied_host_gids).
+	UserAllowed func(u *driver.User) error
 
 	// StartTimeout bounds one launch (default 1m).
 	StartTimeout time.Duration

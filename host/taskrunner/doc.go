@@ -33,7 +33,7 @@
 // before the driver starts the task; its error fails the tasks as
 // unrecoverable. Its output is per-task bind mounts (AllocHookRequest.Mounts),
 // which the driver makes in the task's own mount namespace (package
-// mountns). Restored tasks are re-adopted without waiting for it. A postrun
+// nsexec). Restored tasks are re-adopted without waiting for it. A postrun
 // hook runs once every task is dead for good, never on Shutdown.
 //
 // # What is written, and when

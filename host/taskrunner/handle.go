@@ -8,7 +8,7 @@ import (
 func toStateHandle(h *driver.Handle, logmonPid int, logmonStart uint64) *state.TaskHandle {
 	sh := &state.TaskHandle{
 		Driver: h.Driver, Pid: h.Pid, StartTime: h.StartTime, SocketPath: h.SocketPath,
-		LogmonPid: logmonPid, LogmonStartTime: logmonStart,
+		LogmonPid: logmonPid, LogmonStartTime: logmonStart, CgroupPath: h.CgroupPath,
 	}
 	if r := h.Reattach; r != nil {
 		sh.Reattach = &state.ReattachRecord{Protocol: r.Protocol, ProtocolVersion: r.ProtocolVersion, Network: r.Network, Addr: r.Addr, Pid: r.Pid}
@@ -17,7 +17,7 @@ func toStateHandle(h *driver.Handle, logmonPid int, logmonStart uint64) *state.T
 }
 
 func toDriverHandle(h *state.TaskHandle) *driver.Handle {
-	dh := &driver.Handle{Driver: h.Driver, Pid: h.Pid, StartTime: h.StartTime, SocketPath: h.SocketPath}
+	dh := &driver.Handle{Driver: h.Driver, Pid: h.Pid, StartTime: h.StartTime, SocketPath: h.SocketPath, CgroupPath: h.CgroupPath}
 	if r := h.Reattach; r != nil {
 		dh.Reattach = &driver.ReattachRecord{Protocol: r.Protocol, ProtocolVersion: r.ProtocolVersion, Network: r.Network, Addr: r.Addr, Pid: r.Pid}
 	}

@@ -107,7 +107,7 @@ func newAgent(t testing.TB, dataDir string) *agent {
 	}
 	drivers, err := driver.Builtin(w, &driver.GoPluginConfig{
 		Handshake: sdk.Handshake(), PluginSets: sdk.HostPlugins(), Dispense: sdk.PluginCSI,
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/nsexec"
 )
 
 // DefaultPath is the PATH a task gets unless its env sets one: the agent's
@@ -22,15 +23,25 @@ type envHook struct{ cfg *Config }
 func (h *envHook) Name() string { return "env" }
 
 func (h *envHook) Prestart(_ context.Context, req *HookRequest) error {
+	allocDir, taskDir, secretsDir := req.SharedDir, req.LocalDir, req.SecretsDir
+	if req.Task.Driver == jobspec.DriverExec {
+		// The task's own root: the paths it sees, as Nomad sets them for
+		// chrooted drivers.
+		allocDir, taskDir, secretsDir = nsexec.AllocDir, nsexec.LocalDir, nsexec.SecretsDir
+	}
+	// HOME is the task's user's home, or the task's own directory: the
+	// agent's HOME is not the task's business.
+	home := taskDir
+	if req.User != nil && req.User.Home != "" {
+		home = req.User.Home
+	}
 	env := map[string]string{
-		"PATH": DefaultPath,
-		// HOME is the task's own directory: the agent's HOME is not the
-		// task's business.
-		"HOME":              req.LocalDir,
+		"PATH":              DefaultPath,
+		"HOME":              home,
 		"NOMAD_ALLOC_ID":    req.AllocID,
-		"NOMAD_ALLOC_DIR":   req.SharedDir,
-		"NOMAD_TASK_DIR":    req.LocalDir,
-		"NOMAD_SECRETS_DIR": req.SecretsDir,
+		"NOMAD_ALLOC_DIR":   allocDir,
+		"NOMAD_TASK_DIR":    taskDir,
+		"NOMAD_SECRETS_DIR": secretsDir,
 		"NOMAD_ALLOC_INDEX": strconv.Itoa(req.AllocIndex),
 		"NOMAD_ALLOC_NAME":  allocName(req.Job, req.Group, req.AllocIndex),
 		"NOMAD_JOB_ID":      req.Job.ID,

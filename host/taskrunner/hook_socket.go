@@ -15,6 +15,11 @@ func (socketHook) Prestart(_ context.Context, req *HookRequest) error {
 	if err := ensureSocketDir(req.SocketDir); err != nil {
 		return err
 	}
+	if u := req.User; u != nil {
+		if err := giveSocketDir(req.SocketDir, u.UID, u.GID); err != nil {
+			return err
+		}
+	}
 	removed, err := RemoveStaleSockets(req.SocketDir)
 	for _, p := range removed {
 		req.Logger.Info("removed stale socket", "path", p)

@@ -74,6 +74,11 @@ type HookRequest struct {
 	Env map[string]string
 	// Restored is set in Poststart when the task was re-adopted.
 	Restored bool
+	// User is who the task runs as (the user hook); nil is the agent's.
+	User *driver.User
+	// Cgroup is the launch's control group (the cgroup hook); nil when
+	// cgroups are not in use.
+	Cgroup *taskCgroup
 
 	Logger hclog.Logger
 
@@ -87,6 +92,14 @@ type HookRequest struct {
 	logmon *logmon.Process
 
 	runner *TaskRunner
+}
+
+// driverCgroup is Cgroup as a driver.Cgroup: nil stays an untyped nil.
+func (r *HookRequest) driverCgroup() driver.Cgroup {
+	if r.Cgroup == nil {
+		return nil
+	}
+	return r.Cgroup
 }
 
 // Restart asks the runner to kill and restart the task, counting against

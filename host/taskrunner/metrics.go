@@ -16,6 +16,22 @@ type TaskMetrics interface {
 	TaskExited(t TaskLabels, outcome string)
 }
 
+// OOMMetrics is an optional part of TaskMetrics: it counts launches the
+// kernel's OOM killer ended (Nomad's client.allocs.oom_killed). Optional,
+// so that a TaskMetrics written before it still is one.
+type OOMMetrics interface {
+	// TaskOOMKilled: a process of the task's cgroup was OOM-killed during
+	// the launch that just ended.
+	TaskOOMKilled(t TaskLabels)
+}
+
+// countOOMKill tells m about an OOM-killed launch, if m counts them.
+func countOOMKill(m TaskMetrics, l TaskLabels) {
+	if om, ok := m.(OOMMetrics); ok {
+		om.TaskOOMKilled(l)
+	}
+}
+
 // TaskLabels name a task for metrics: bounded by the jobs, unlike
 // allocation IDs, which change with every version and restart of a job.
 type TaskLabels struct {

@@ -79,18 +79,36 @@ func unixWritable(dir string) bool {
 
 // ensureSocketDir creates dir 0700 with its parents, and insists that the
 // final directory is ours alone whatever the umask. The sockets in it are
-// made 0600 once bound (driver.TightenSocket).
-//
-// Hook for the `user` task option (not built yet): when a task runs as
-// another user, chown dir (only the task's own directory, not its parents)
-// to that user here, keeping 0700, so that the task can bind its socket and
-// no other user can reach it.
+// made 0600 once bound (driver.TightenSocket); a task with a user gets the
+// directory as its own from giveSocketDir.
 func ensureSocketDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("socket dir: %w", err)
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("socket dir: %w", err)
+	}
+	return nil
+}
+
+// socketDirDepth is how many directories above a task's socket directory
+// the agent made: <allocation>/, the agent's socket root, and the shared
+// root above it (see SocketRoot).
+const socketDirDepth = 3
+
+// giveSocketDir makes a task's socket directory its user's (still 0700),
+// and lets that user through the directories above it (0711: search, not
+// list), so the task reaches its own socket and no other task's.
+func giveSocketDir(dir string, uid, gid uint32) error {
+	if err := os.Chown(dir, int(uid), int(gid)); err != nil {
+		return fmt.Errorf("socket dir: %w", err)
+	}
+	p := dir
+	for range socketDirDepth {
+		p = filepath.Dir(p)
+		if err := searchable(p); err != nil {
+			return fmt.Errorf("socket dir: %w", err)
+		}
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/jobspec"
-	"github.com/pluginhost/pluginhost/host/mountns"
+	"github.com/pluginhost/pluginhost/host/nsexec"
 	"github.com/pluginhost/pluginhost/host/state"
 )
 
@@ -52,6 +52,11 @@ type TaskRunner struct {
 	// write takes them along.
 	unsaved []*state.TaskEvent
 	running driver.Task
+	// cgroup is the running launch's group (req.Cgroup, which only the
+	// run goroutine may touch), for Stats; nil when not running.
+	cgroup *taskCgroup
+	// sampler keeps the references of Stats' CPU percentages.
+	sampler statsSampler
 
 	killCh   chan struct{}
 	killOnce sync.Once
@@ -93,9 +98,14 @@ func (tr *TaskRunner) snapshot() TaskSnapshot {
 	return s
 }
 
+// setRunning is called by the run goroutine only: it reads req.Cgroup.
 func (tr *TaskRunner) setRunning(t driver.Task) {
 	tr.mu.Lock()
 	tr.running = t
+	tr.cgroup = nil
+	if t != nil {
+		tr.cgroup = tr.req.Cgroup
+	}
 	tr.mu.Unlock()
 }
 
@@ -155,6 +165,9 @@ func (tr *TaskRunner) run() {
 		cancel()
 	}()
 
+	// The restart interval counts from here, as Nomad's does from its task
+	// runner's start, not from the first exit.
+	tr.restarts.begin(time.Now())
 	t, restoredDead := tr.restore(ctx)
 	if restoredDead {
 		return
@@ -212,7 +225,7 @@ func (tr *TaskRunner) run() {
 			tr.finish(ctx, d.failed || !res.Successful(), "")
 			return
 		}
-		ev := newEvent(EventRestarting, fmt.Sprintf("Task restarting in %s: %s", d.delay.Round(time.Millisecond), d.reason))
+		ev := newEvent(EventRestarting, restartingMessage(d))
 		ev.Details = map[string]string{"restart_delay": d.delay.String(), "reason": d.reason}
 		tr.apply(change{events: []*state.TaskEvent{ev}, state: func(s *state.TaskState) {
 			s.State = state.TaskStatePending
@@ -251,6 +264,14 @@ func (tr *TaskRunner) restore(ctx context.Context) (driver.Task, bool) {
 	h := rec.Handle
 	dh := toDriverHandle(h)
 	dh.Plugin = pluginSpec(tr.task)
+	// The group is the task's whether or not its leader is still alive:
+	// whatever is left in it goes when the launch ends (cgroup hook).
+	if cg, err := openCgroup(tr.cfg.Cgroups, h.CgroupPath); err != nil {
+		tr.logger.Warn("task's cgroup not found again; its leftovers cannot be killed", "cgroup", h.CgroupPath, "error", err)
+	} else if cg != nil {
+		dh.Cgroup = cg
+		tr.req.Cgroup = cg
+	}
 	t, err := tr.drv.Recover(ctx, dh, tr.logger)
 	if err != nil {
 		msg := "Task exited while the agent was down; its exit code is unknowable"
@@ -314,7 +335,7 @@ func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
 			return nil, err
 		}
 	}
-	var mounts []mountns.Mount
+	var mounts []nsexec.Mount
 	if h := tr.owner.ahooks; h != nil {
 		// The allocation's volumes are mounted before any task starts.
 		// The wait comes after the prestart hooks, so that the task's
@@ -335,7 +356,17 @@ func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
 		args[i] = jobspec.Interpolate(a, vars)
 	}
 	workDir := jobspec.Interpolate(c.WorkDir, vars)
-	if workDir == "" {
+	var execCfg *driver.ExecConfig
+	if tr.task.Driver == jobspec.DriverExec {
+		// A path inside the task's root; "" is its "/", as on Nomad.
+		caps, err := jobspec.ExecCapabilities(c, nil)
+		if err != nil {
+			err = Fatal(fmt.Errorf("task %s: %w", tr.task.Name, err))
+			tr.emit(newEvent(EventDriverFailure, err.Error()))
+			return nil, err
+		}
+		execCfg = &driver.ExecConfig{PIDMode: c.PIDMode, IPCMode: c.IPCMode, Caps: caps}
+	} else if workDir == "" {
 		workDir = tr.req.LocalDir
 	}
 	sctx, cancel := context.WithTimeout(ctx, tr.cfg.StartTimeout)
@@ -346,6 +377,8 @@ func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
 		Env: envList(tr.req.Env), Checksum: c.Checksum,
 		SocketDir: tr.req.SocketDir, Plugin: pluginSpec(tr.task),
 		Mounts: mounts, MountHelper: tr.cfg.NsexecCommand,
+		User: tr.req.User, TaskDir: tr.req.TaskDir, SharedDir: tr.req.SharedDir, Exec: execCfg,
+		Cgroup: tr.req.driverCgroup(),
 		Stdout: tr.req.Stdout, Stderr: tr.req.Stderr,
 		Logger: tr.logger.Named("plugin"),
 	})
@@ -401,8 +434,13 @@ func (tr *TaskRunner) wait(t driver.Task) (res *driver.ExitResult, stop bool) {
 	case <-t.Done():
 		res = t.Result()
 		t.Detach()
-		ev := newEvent(EventTerminated, exitMessage(res))
+		ev := newEvent(EventTerminated, exitMessage(res)+oomMessage(res, tr.task.Resources))
 		ev.ExitCode, ev.Signal = res.ExitCode, res.Signal
+		if res.OOMKilled {
+			// Nomad's detail for a driver that detects OOM kills; on cgroup
+			// v1 Nomad's own raw_exec reports oom_killed=false.
+			ev.Details = map[string]string{"oom_killed": "true"}
+		}
 		tr.apply(change{events: []*state.TaskEvent{ev}, setHandle: true})
 		return res, false
 	case <-tr.killCh:
@@ -428,15 +466,40 @@ func (tr *TaskRunner) wait(t driver.Task) (res *driver.ExitResult, stop bool) {
 	}
 }
 
+// restartingMessage is Nomad's Restarting event text: "Task restarting in
+// 15.2s", led by the reason when it is not the ordinary one.
+func restartingMessage(d decision) string {
+	in := "Task restarting in " + d.delay.Round(time.Millisecond).String()
+	if d.reason == "" || d.reason == reasonWithinPolicy {
+		return in
+	}
+	return d.reason + " - " + in
+}
+
 func exitMessage(res *driver.ExitResult) string {
 	switch {
 	case res.Unknown:
 		return "Exit code unknowable: the task was re-adopted and is not the agent's child"
 	case res.Signal != 0:
-		return fmt.Sprintf("Exit code: %d, signal: %d (%s)", res.ExitCode, res.Signal, syscall.Signal(res.Signal))
+		// Nomad's words for a Terminated event (nomad/structs/structs.go,
+		// PopulateEventDisplayMessage), with the driver's 128+signal code.
+		return fmt.Sprintf("Exit Code: %d, Signal: %d", res.ExitCode, res.Signal)
 	default:
-		return fmt.Sprintf("Exit code: %d", res.ExitCode)
+		return fmt.Sprintf("Exit Code: %d", res.ExitCode)
 	}
+}
+
+// oomMessage is what a Terminated event adds when the kernel's OOM killer
+// killed a process of the launch: the user should not have to find it in
+// the kernel log.
+func oomMessage(res *driver.ExitResult, r *jobspec.Resources) string {
+	if !res.OOMKilled {
+		return ""
+	}
+	if r == nil {
+		return ", OOM Killed"
+	}
+	return fmt.Sprintf(", OOM Killed: the task reached its memory limit of %d MB", r.MemoryLimitMB())
 }
 
 // killTask stops t: kill_signal, SIGKILL after kill_timeout, bounded.
@@ -467,6 +530,9 @@ func (tr *TaskRunner) killTask(t driver.Task, reason string) {
 }
 
 func (tr *TaskRunner) runExited(ctx context.Context, res *driver.ExitResult) {
+	if res.OOMKilled {
+		countOOMKill(tr.cfg.Metrics, tr.labels())
+	}
 	for _, h := range tr.hooks {
 		if eh, ok := h.(ExitedHook); ok {
 			if err := eh.Exited(ctx, tr.req, res); err != nil {

@@ -110,7 +110,7 @@ func TestRestartPolicyFailMode(t *testing.T) {
 	if n := a.ev.count("crash", EventRestarting); n != 2 {
 		t.Errorf("%d restarts, want 2", n)
 	}
-	if ev := a.ev.last("crash", EventTerminated); ev.ExitCode != 3 || !strings.Contains(ev.Message, "Exit code: 3") {
+	if ev := a.ev.last("crash", EventTerminated); ev.ExitCode != 3 || ev.Message != "Exit Code: 3" {
 		t.Errorf("terminated event %+v", ev)
 	}
 	if ev := a.ev.last("crash", EventRestarting); ev.Details["restart_delay"] != "10ms" {
@@ -154,8 +154,13 @@ func TestKillTimeoutEscalates(t *testing.T) {
 	// "ready" is printed once SIGINT is ignored.
 	waitFile(t, filepath.Join(ar.AllocDir(), "alloc", "logs", "stubborn.stdout.0"))
 	a.stop(ar)
-	if ev := a.ev.last("stubborn", EventKilled); ev == nil || ev.Signal != int(syscall.SIGKILL) {
+	ev := a.ev.last("stubborn", EventKilled)
+	if ev == nil || ev.Signal != int(syscall.SIGKILL) {
 		t.Fatalf("killed event %+v, want SIGKILL after kill_timeout", ev)
+	}
+	// Nomad's code for a signalled exit is 128+signal, never -1.
+	if ev.ExitCode != 137 || !strings.HasSuffix(ev.Message, "; Exit Code: 137, Signal: 9") {
+		t.Fatalf("killed event %+v, want exit code 137 and Nomad's wording", ev)
 	}
 }
 
@@ -408,8 +413,9 @@ func TestSignalTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.ev.wait(t, "web", EventSignaling, 1)
-	if ev := a.ev.wait(t, "web", EventTerminated, 1); ev.Signal != int(syscall.SIGTERM) {
-		t.Fatalf("terminated %+v, want by SIGTERM", ev)
+	if ev := a.ev.wait(t, "web", EventTerminated, 1); ev.Signal != int(syscall.SIGTERM) ||
+		ev.ExitCode != 143 || ev.Message != "Exit Code: 143, Signal: 15" {
+		t.Fatalf("terminated %+v, want by SIGTERM: exit code 143 as Nomad reports it", ev)
 	}
 	a.ev.wait(t, "web", EventStarted, 2) // service tasks restart
 }

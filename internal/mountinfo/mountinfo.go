@@ -33,7 +33,7 @@ func Points(file string) ([]string, error) {
 	for sc.Scan() {
 		// Field 5 is the mount point.
 		if fields := strings.Fields(sc.Text()); len(fields) > 4 {
-			out = append(out, unescape(fields[4]))
+			out = append(out, Unescape(fields[4]))
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -42,8 +42,8 @@ func Points(file string) ([]string, error) {
 	return out, nil
 }
 
-// unescape undoes mountinfo's octal escapes (\040 for a space, ...).
-func unescape(s string) string {
+// Unescape undoes mountinfo's octal escapes (\040 for a space, ...).
+func Unescape(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}

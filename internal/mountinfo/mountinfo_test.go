@@ -10,8 +10,8 @@ import (
 )
 
 func TestUnescape(t *testing.T) {
-	for in, want := range map[string]string{`/a\040b`: "/a b", `/plain`: "/plain", `/tab\011x`: "/tab\tx", `/bad\9`: `/bad\9`} {
-		if got := unescape(in); got != want {
+	for in, want := range map[string]string{`/a\040b`: "/a b", `/plain`: "/plain", `/tab\011x`: "/tab\tx", `/bad\9`: `/bad\9`, `/a\134d\`: `/a\d\`} {
+		if got := Unescape(in); got != want {
 			t.Errorf("unescape(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -26,8 +26,14 @@
 // directories without a record. Because every request is checked against
 // this persisted state (volume and snapshot names, controller publications,
 // staging and target records), repeating any mutating RPC is safe, also
-// after a restart. A flock on <state>/lock keeps a second process off the
-// same state dir.
+// after a restart. Several processes may share a state dir: a plugin
+// job's update under pluginhost starts the new allocation before it stops
+// the old one, and a state dir on a host path (not $NOMAD_TASK_DIR) is what
+// keeps the volumes across updates. Each view and change of state.json
+// takes <state>/state.lock and rereads the file when another process
+// replaced it; only a process alone on the dir (<state>/lock) removes
+// directories without a record. Operations in flight (store.acquire) and
+// the call record are per process.
 //
 // Operations on one volume are serialized without queuing: a second
 // operation while one is in flight gets ABORTED, which CSI defines as
@@ -120,7 +126,9 @@
 // the answer goes out. A call whose caller gave up or died ends in the
 // plugin a moment later, so a test reads the file once InFlight is 0: it
 // then holds every call made so far. The record continues across restarts
-// on the same state dir; remove calls.json for a fresh one.
+// on the same state dir; remove calls.json for a fresh one. It is one
+// process's record: two processes sharing a state dir overwrite each
+// other's, so tests that read it give each plugin a state dir of its own.
 //
 // # Handlers
 //

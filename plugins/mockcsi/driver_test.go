@@ -403,15 +403,20 @@ func TestSymlinkFallback(t *testing.T) {
 	}
 }
 
-func TestSecondProcessOnStateDirIsRefused(t *testing.T) {
+// TestSecondProcessOnStateDirShares: a second mockcsi on the same state
+// dir (the new allocation of a plugin job's update, before the old one
+// stops) starts and knows the first one's volumes.
+func TestSecondProcessOnStateDirShares(t *testing.T) {
 	opts := testOptions(shortTempDir(t))
-	d, err := newDriver(opts, hclog.NewNullLogger(), nil)
+	_, p := startDriver(t, opts)
+	v := createVolume(t, p, "shared", 1<<20)
+	d2, err := newDriver(opts, hclog.NewNullLogger(), nil)
 	if err != nil {
-		t.Fatalf("first: %v", err)
+		t.Fatalf("second driver on the same state dir: %v", err)
 	}
-	defer d.close()
-	if _, err := newDriver(opts, hclog.NewNullLogger(), nil); err == nil {
-		t.Fatalf("second driver on the same state dir was allowed")
+	defer d2.close()
+	if name, ok := d2.store.volumeName(v.GetVolumeId()); !ok || name != "shared" {
+		t.Fatalf("second driver sees volume %q (%v), want \"shared\"", name, ok)
 	}
 }
 

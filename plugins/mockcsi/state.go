@@ -80,59 +80,131 @@ type snapshot struct {
 //	<dir>/state.json        the stateFile
 //	<dir>/volumes/<id>/     a volume's content
 //	<dir>/snapshots/<id>/   a snapshot's content (a copy of the volume)
+//	<dir>/lock              held shared by every mockcsi using the dir
+//	<dir>/state.lock        held around each read or change of state.json
 //
 // Invariant: a record in state.json implies its directory exists. Content
 // directories are therefore created before their record is committed and
 // removed after their record is deleted; a crash in between leaves only an
 // orphan directory, which open removes.
+//
+// Several mockcsi processes may share one state dir. That is what a plugin
+// job's update does under pluginhost, which starts the new allocation
+// before it stops the old one, and what keeps a plugin's volumes when its
+// state dir outlives the allocation (a host path, not NOMAD_TASK_DIR). So
+// state.json is not cached blindly: each view and update takes state.lock
+// (shared, or exclusive to change it) and rereads the file when another
+// process replaced it since (a commit renames a new file in, so a changed
+// inode means a changed state). Orphans are only removed by a process that
+// finds the dir unused: a directory another live process just made for a
+// create it has not committed yet is not an orphan.
 type store struct {
 	dir string
-	// lock is held (flock) for the store's life: two mockcsi processes on
-	// one state dir would overwrite each other's state.json.
-	lock *os.File
+	// owner is held shared (flock) for the store's life, so a new process
+	// can tell whether another one uses the dir.
+	owner *os.File
+	// dataLock is flocked around each view and update.
+	dataLock *os.File
 
 	mu   sync.Mutex
 	data *stateFile
-	// busy holds the keys of operations in flight; see acquire.
+	// ino is the inode of the state.json data was read from, 0 if none.
+	ino uint64
+	// busy holds the keys of operations in flight in this process; see
+	// acquire.
 	busy map[string]struct{}
 }
 
-func openStore(dir string) (*store, error) {
+func openStore(dir string) (_ *store, err error) {
 	for _, d := range []string{dir, filepath.Join(dir, "volumes"), filepath.Join(dir, "snapshots")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("state dir: %w", err)
 		}
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
+	s := &store{dir: dir, busy: map[string]struct{}{}}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if s.owner, err = os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600); err != nil {
 		return nil, fmt.Errorf("state dir lock: %w", err)
 	}
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("state dir %s is in use by another mockcsi: %w", dir, err)
+	if s.dataLock, err = os.OpenFile(filepath.Join(dir, "state.lock"), os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+		return nil, fmt.Errorf("state dir lock: %w", err)
 	}
-	s := &store{dir: dir, lock: lock, busy: map[string]struct{}{}}
-	data, err := readState(s.statePath())
-	if err == nil {
-		s.data = data
-		err = s.removeOrphans()
+	alone := unix.Flock(int(s.owner.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil
+	if alone {
+		// Nobody else can be between making a directory and committing
+		// its record.
+		err = s.withData(unix.LOCK_EX, func() error {
+			if err := s.refresh(); err != nil {
+				return err
+			}
+			return s.removeOrphans()
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
-	if err != nil {
-		s.close()
-		return nil, err
+	// Shared from now on, so that a later process may join. Converting
+	// the exclusive lock is not atomic, which is harmless: a process that
+	// slips in between only skips its orphan scan.
+	if err := unix.Flock(int(s.owner.Fd()), unix.LOCK_SH); err != nil {
+		return nil, fmt.Errorf("state dir lock: %w", err)
+	}
+	if !alone {
+		if err := s.withData(unix.LOCK_SH, s.refresh); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
 
-// close releases the state dir for another process. The process exiting
-// releases it too, which is how the binary lets go.
+// close releases the state dir. The process exiting releases it too,
+// which is how the binary lets go.
 func (s *store) close() {
-	_ = s.lock.Close()
+	for _, f := range []*os.File{s.owner, s.dataLock} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
 }
 
 func (s *store) statePath() string            { return filepath.Join(s.dir, "state.json") }
 func (s *store) volumeDir(id string) string   { return filepath.Join(s.dir, "volumes", id) }
 func (s *store) snapshotDir(id string) string { return filepath.Join(s.dir, "snapshots", id) }
+
+// withData runs fn holding state.lock in mode (unix.LOCK_SH or LOCK_EX).
+// The caller holds s.mu, or is openStore.
+func (s *store) withData(mode int, fn func() error) error {
+	if err := unix.Flock(int(s.dataLock.Fd()), mode); err != nil {
+		return fmt.Errorf("lock state: %w", err)
+	}
+	defer func() { _ = unix.Flock(int(s.dataLock.Fd()), unix.LOCK_UN) }()
+	return fn()
+}
+
+// refresh rereads state.json if it is not the file s.data came from.
+// The caller holds state.lock.
+func (s *store) refresh() error {
+	var st unix.Stat_t
+	ino := uint64(0)
+	if err := unix.Stat(s.statePath(), &st); err == nil {
+		ino = st.Ino
+	} else if !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("stat state: %w", err)
+	}
+	if s.data != nil && ino == s.ino {
+		return nil
+	}
+	data, err := readState(s.statePath())
+	if err != nil {
+		return err
+	}
+	s.data, s.ino = data, ino
+	return nil
+}
 
 func readState(path string) (*stateFile, error) {
 	empty := &stateFile{Version: stateVersion, Volumes: map[string]*volume{}, Snapshots: map[string]*snapshot{}}
@@ -187,10 +259,16 @@ func (s *store) removeOrphans() error {
 	return nil
 }
 
-// view runs fn with the state locked. fn must not keep references.
+// view runs fn with the state locked. fn must not keep references. When
+// the state cannot be reread, fn sees the last state this process knew.
 func (s *store) view(fn func(*stateFile)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	_ = s.withData(unix.LOCK_SH, func() error {
+		// An unreadable file is the next update's error to report.
+		_ = s.refresh()
+		return nil
+	})
 	fn(s.data)
 }
 
@@ -211,6 +289,23 @@ func (s *store) volumeName(id string) (name string, ok bool) {
 func (s *store) update(fn func(*stateFile) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var err error
+	lerr := s.withData(unix.LOCK_EX, func() error {
+		if rerr := s.refresh(); rerr != nil {
+			err = status.Errorf(codes.Internal, "reread state: %v", rerr)
+			return nil
+		}
+		err = s.commit(fn)
+		return nil
+	})
+	if lerr != nil {
+		return status.Errorf(codes.Internal, "%v", lerr)
+	}
+	return err
+}
+
+// commit is update's work, with s.mu and state.lock held.
+func (s *store) commit(fn func(*stateFile) error) error {
 	cur, err := json.Marshal(s.data)
 	if err != nil {
 		return status.Errorf(codes.Internal, "encode state: %v", err)
@@ -236,6 +331,13 @@ func (s *store) update(fn func(*stateFile) error) error {
 		return status.Errorf(codes.Internal, "commit state: %v", err)
 	}
 	s.data = &next
+	var st unix.Stat_t
+	if err := unix.Stat(s.statePath(), &st); err == nil {
+		s.ino = st.Ino
+	} else {
+		// Unknown: the next view rereads the file just written.
+		s.ino = 0
+	}
 	return nil
 }
 

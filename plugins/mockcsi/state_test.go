@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -156,4 +157,81 @@ func TestIdempotentAcrossRestart(t *testing.T) {
 	createReq.CapacityRange.RequiredBytes = 2 << 20
 	_, err = p2.Controller.CreateVolume(ctx, createReq)
 	wantCode(t, err, codes.AlreadyExists)
+}
+
+// TestSharedStateDir: two mockcsi processes on one state dir, as during a
+// plugin job's update under pluginhost (the new allocation starts before
+// the old one stops), see each other's volumes, and neither loses the
+// other's changes. The newcomer leaves the directories alone: a directory
+// without a record may be the other's create in flight.
+func TestSharedStateDir(t *testing.T) {
+	dir := t.TempDir()
+	old, err := openStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.close()
+	add := func(s *store, id string) {
+		t.Helper()
+		if err := s.update(func(sf *stateFile) error {
+			sf.Volumes[id] = &volume{ID: id, Name: id}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(s *store) []string {
+		var out []string
+		s.view(func(sf *stateFile) {
+			for id := range sf.Volumes {
+				out = append(out, id)
+			}
+		})
+		slices.Sort(out)
+		return out
+	}
+	if err := os.Mkdir(old.volumeDir("v1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	add(old, "v1")
+	// old is making v2: its directory exists, its record does not yet.
+	if err := os.Mkdir(old.volumeDir("v2"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	updated, err := openStore(dir)
+	if err != nil {
+		t.Fatalf("second mockcsi on the dir: %v", err)
+	}
+	if got := ids(updated); !slices.Equal(got, []string{"v1"}) {
+		t.Fatalf("the new process sees %v, want [v1]", got)
+	}
+	if _, err := os.Stat(old.volumeDir("v2")); err != nil {
+		t.Fatalf("the new process removed a create in flight: %v", err)
+	}
+	add(old, "v2")
+	add(updated, "v3")
+	for name, s := range map[string]*store{"old": old, "new": updated} {
+		if got := ids(s); !slices.Equal(got, []string{"v1", "v2", "v3"}) {
+			t.Errorf("%s sees %v, want [v1 v2 v3]", name, got)
+		}
+	}
+	old.close()
+	updated.close()
+
+	// Alone again, a process cleans up: v4 has no record.
+	if err := os.Mkdir(filepath.Join(dir, "volumes", "v4"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	last, err := openStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer last.close()
+	if _, err := os.Stat(last.volumeDir("v4")); !os.IsNotExist(err) {
+		t.Errorf("orphan v4 kept by a process alone on the dir: %v", err)
+	}
+	if got := ids(last); !slices.Equal(got, []string{"v1", "v2", "v3"}) {
+		t.Errorf("after restart: %v", got)
+	}
 }

@@ -101,5 +101,24 @@ job "full" {
         type = "controller"
       }
     }
+
+    task "worker" {
+      driver = "exec"
+      user   = "www-data"
+
+      config {
+        command  = "/usr/bin/worker"
+        work_dir = "/srv"
+        pid_mode = "host"
+        cap_drop = ["all"]
+        cap_add  = ["net_bind_service", "CAP_CHOWN"]
+      }
+
+      resources {
+        cpu        = 200
+        memory     = 64
+        memory_max = 256
+      }
+    }
   }
 }

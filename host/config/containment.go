@@ -1,0 +1,206 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
+)
+
+// Containment options, named as Nomad's client names them. Nomad keeps
+// chroot_env and cgroup_parent in its agent's `client` block and
+// denied_host_uids/gids in each driver's `plugin "exec"` / `plugin
+// "raw_exec"` config; pluginhost is one client with its drivers built in,
+// so all four are top-level keys here (as gc_* are) and the denied ids
+// apply to every driver.
+
+// DefaultCgroupParent is the cgroup under which the agent puts its tasks'
+// cgroups (Nomad's is "nomad.slice" on cgroup v2 and "/nomad" on v1,
+// client/lib/cgroupslib/switch_linux.go).
+const DefaultCgroupParent = "/pluginhost"
+
+// DefaultChrootEnv returns Nomad's default chroot_env
+// (client/config/config.go, DefaultChrootEnv): the host directories copied
+// into every exec task's root, each at the same path. /run/systemd/resolve
+// is there because /etc/resolv.conf is a symlink into it on systems with
+// systemd-resolved; a source missing on the host is skipped.
+func DefaultChrootEnv() map[string]string {
+	m := map[string]string{}
+	for _, p := range []string{
+		"/bin", "/etc", "/lib", "/lib32", "/lib64", "/run/resolvconf", "/sbin", "/usr", "/run/systemd/resolve",
+	} {
+		m[p] = p
+	}
+	return m
+}
+
+// taskDirs are the directories the agent itself makes in a task's root
+// (Nomad's task dir layout); chroot_env must not put anything there.
+var taskDirs = []string{"/alloc", "/local", "/secrets"}
+
+// ContainmentConfig holds the containment keys.
+type ContainmentConfig struct {
+	// ChrootEnv maps a host path to the path it takes in an exec task's
+	// root: Nomad's chroot_env. Both sides are absolute and clean. A
+	// non-empty chroot_env in the file replaces the default whole, as in
+	// Nomad (client/allocrunner/taskrunner/task_dir_hook.go).
+	ChrootEnv map[string]string
+	// DeniedHostUIDs and DeniedHostGIDs are denied_host_uids and
+	// denied_host_gids: no task of any driver may run as such a user or as
+	// a member of such a group (see jobspec.CheckHost).
+	DeniedHostUIDs jobspec.IDRanges
+	DeniedHostGIDs jobspec.IDRanges
+	// CgroupParent is cgroup_parent, the cgroup (a path under the cgroup
+	// file system's root, with a leading "/") holding the tasks' cgroups.
+	CgroupParent string
+}
+
+func defaultContainment() ContainmentConfig {
+	return ContainmentConfig{ChrootEnv: DefaultChrootEnv(), CgroupParent: DefaultCgroupParent}
+}
+
+// HostPolicy is the part of jobspec.HostPolicy the configuration decides;
+// the caller adds the user lookups.
+func (c *Config) HostPolicy() jobspec.HostPolicy {
+	return jobspec.HostPolicy{
+		DeniedUIDs: c.Containment.DeniedHostUIDs,
+		DeniedGIDs: c.Containment.DeniedHostGIDs,
+		LookupUser: jobspec.LookupOSUser,
+		AgentUser:  jobspec.CurrentOSUser,
+	}
+}
+
+// decodeContainment reads the four keys from the root attributes.
+func decodeContainment(d *hclstrict.Decoder, a hcl.Attributes, c *ContainmentConfig) {
+	if attr := a["chroot_env"]; attr != nil {
+		if m, ok := decodeChrootEnv(d, attr); ok && len(m) > 0 {
+			c.ChrootEnv = m
+		}
+	}
+	for _, k := range []struct {
+		key string
+		dst *jobspec.IDRanges
+	}{{"denied_host_uids", &c.DeniedHostUIDs}, {"denied_host_gids", &c.DeniedHostGIDs}} {
+		attr := a[k.key]
+		if attr == nil {
+			continue
+		}
+		if s, ok := d.String(attr, nil); ok {
+			r, err := jobspec.ParseIDRanges(s)
+			if err != nil {
+				d.Errorf(attr.Expr.Range(), "Invalid "+k.key,
+					"%s: %v. Write ids and ranges separated by commas, as in Nomad: \"0,10-20\".", k.key, err)
+				continue
+			}
+			*k.dst = r
+		}
+	}
+	if attr := a["cgroup_parent"]; attr != nil {
+		if s, ok := d.String(attr, nil); ok {
+			p, err := cleanCgroupParent(s)
+			if err != nil {
+				d.Errorf(attr.Expr.Range(), "Invalid cgroup_parent", "cgroup_parent %s.", err)
+			} else {
+				c.CgroupParent = p
+			}
+		}
+	}
+}
+
+// decodeChrootEnv reads `chroot_env = { "/host" = "/in/task" }`, reporting
+// each bad entry at its key. Nomad's HCL1 config also takes a block
+// `chroot_env { "/bin" = "/bin" }`, which HCL2 cannot parse (argument
+// names cannot be quoted); the attribute form is valid in both.
+func decodeChrootEnv(d *hclstrict.Decoder, attr *hcl.Attribute) (map[string]string, bool) {
+	v, ok := d.Value(attr, nil, cty.Map(cty.String))
+	if !ok {
+		return nil, false
+	}
+	where := map[string]hcl.Range{}
+	if pairs, diags := hcl.ExprMap(attr.Expr); !diags.HasErrors() {
+		for _, kv := range pairs {
+			if k, diags := kv.Key.Value(nil); !diags.HasErrors() && k.Type() == cty.String && k.IsKnown() && !k.IsNull() {
+				where[k.AsString()] = kv.Key.Range()
+			}
+		}
+	}
+	out := map[string]string{}
+	good := true
+	entries := v.AsValueMap()
+	for _, host := range slices.Sorted(maps.Keys(entries)) {
+		task := entries[host].AsString()
+		rng, ok := where[host]
+		if !ok {
+			rng = attr.Expr.Range()
+		}
+		if err := checkChrootEntry(host, task); err != nil {
+			d.Errorf(rng, "Invalid chroot_env", "chroot_env %q = %q: %s.", host, task, err)
+			good = false
+			continue
+		}
+		out[path.Clean(host)] = path.Clean(task)
+	}
+	return out, good
+}
+
+func checkChrootEntry(host, task string) error {
+	switch {
+	case !path.IsAbs(host):
+		return fmt.Errorf("the host path must be absolute")
+	case !path.IsAbs(task):
+		return fmt.Errorf("the path in the task's root must be absolute")
+	case strings.ContainsRune(host+task, 0):
+		return fmt.Errorf("paths must not contain NUL")
+	case path.Clean(task) == "/":
+		return fmt.Errorf("nothing can be copied over the task's root itself")
+	}
+	t := path.Clean(task)
+	for _, dir := range taskDirs {
+		if t == dir || strings.HasPrefix(t, dir+"/") {
+			return fmt.Errorf("%s in the task's root is the agent's own (alloc, local and secrets are the task's directories)", dir)
+		}
+	}
+	return nil
+}
+
+// cleanCgroupParent accepts a cgroup path under the cgroup root, with or
+// without its leading "/" ("nomad.slice" and "/nomad.slice" are one
+// cgroup), and returns it with one.
+func cleanCgroupParent(s string) (string, error) {
+	t := strings.Trim(s, "/")
+	switch {
+	case t == "":
+		return "", fmt.Errorf("must name a cgroup below the root, got %q", s)
+	case strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return "", fmt.Errorf("must not contain spaces or control characters, got %q", s)
+	}
+	for _, el := range strings.Split(t, "/") {
+		if el == "" || el == "." || el == ".." {
+			return "", fmt.Errorf("must be a clean path without empty, \".\" or \"..\" elements, got %q", s)
+		}
+	}
+	return "/" + t, nil
+}
+
+// validateContainment is Config.Validate's part for a Config built in code.
+func (c *ContainmentConfig) validate() []error {
+	var errs []error
+	for host, task := range c.ChrootEnv {
+		if err := checkChrootEntry(host, task); err != nil {
+			errs = append(errs, fmt.Errorf("chroot_env %q = %q: %w", host, task, err))
+		}
+	}
+	if p, err := cleanCgroupParent(c.CgroupParent); err != nil {
+		errs = append(errs, fmt.Errorf("cgroup_parent %w", err))
+	} else if p != c.CgroupParent {
+		errs = append(errs, fmt.Errorf("cgroup_parent %q must be written %q", c.CgroupParent, p))
+	}
+	return errs
+}

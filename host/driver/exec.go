@@ -1,0 +1,105 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/pluginhost/pluginhost/host/nsexec"
+)
+
+// Exec is Nomad's exec driver: the task runs in a root of its own built
+// from the agent's chroot_env, in private pid and ipc namespaces unless
+// the job asks for the host's, as its user (nobody unless the job says),
+// with Nomad's default capability set adjusted by cap_add and cap_drop.
+// Everything is arranged by the namespace helper (package nsexec) before
+// the task's binary runs; processes, kills and re-adoption are raw_exec's.
+type Exec struct {
+	watcher *Watcher
+	// chrootEnv maps host paths to paths inside the task's root.
+	chrootEnv map[string]string
+}
+
+// NewExec returns the exec driver. chrootEnv maps host paths to paths in
+// a task's root (the agent's chroot_env, whose default is Nomad's).
+func NewExec(w *Watcher, chrootEnv map[string]string) *Exec {
+	return &Exec{watcher: w, chrootEnv: maps.Clone(chrootEnv)}
+}
+
+// Name implements Driver.
+func (d *Exec) Name() string { return "exec" }
+
+// ModeHost is pid_mode and ipc_mode's "host": the host's namespace.
+const ModeHost = "host"
+
+// Start implements Driver.
+func (d *Exec) Start(ctx context.Context, req *StartRequest) (Task, error) {
+	if req.TaskDir == "" {
+		return nil, errors.New("exec: the task has no task directory")
+	}
+	if req.User == nil {
+		return nil, errors.New("exec: the task has no user (the task runner resolves the default, nobody)")
+	}
+	cfg := req.Exec
+	if cfg == nil {
+		cfg = &ExecConfig{}
+	}
+	caps, err := nsexec.CapabilityNumbers(cfg.Caps)
+	if err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
+	}
+	ns := nsexec.Namespaces{PID: cfg.PIDMode != ModeHost, IPC: cfg.IPCMode != ModeHost}
+	spec := &nsexec.Spec{
+		Mounts: req.Mounts,
+		Root: &nsexec.Root{
+			Dir: req.TaskDir, Binds: d.binds(), Alloc: req.SharedDir,
+			NewPID: ns.PID, WorkDir: req.WorkDir,
+		},
+		Cred: &nsexec.Cred{UID: req.User.UID, GID: req.User.GID, Groups: req.User.Groups, Caps: caps, KeepCaps: true},
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The command names a file of the task's root; the helper finds it
+	// there, after the root is built.
+	cmd, err := taskCommand(req.Command, req.Args, req, spec, ns)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Dir = req.TaskDir
+	cmd.Env = append([]string{}, req.Env...)
+	cmd.Stdout = req.Stdout
+	cmd.Stderr = req.Stderr
+	p, err := startChild(cmd, req.Cgroup)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", req.Command, err)
+	}
+	return &rawTask{proc: p, handle: newHandle(d.Name(), p, req.Cgroup)}, nil
+}
+
+// binds are chroot_env as mounts, in target order so that a parent is
+// mounted before what goes inside it.
+func (d *Exec) binds() []nsexec.Mount {
+	out := make([]nsexec.Mount, 0, len(d.chrootEnv))
+	for src, dst := range d.chrootEnv {
+		out = append(out, nsexec.Mount{Source: src, Target: dst, ReadOnly: true})
+	}
+	slices.SortFunc(out, func(a, b nsexec.Mount) int { return strings.Compare(a.Target, b.Target) })
+	return out
+}
+
+// Recover implements Driver: the task's namespaces live with its
+// processes, so re-adopting it is re-adopting its pid.
+func (d *Exec) Recover(ctx context.Context, h *Handle, logger hclog.Logger) (Task, error) {
+	p, err := adopt(h.Pid, h.StartTime, d.watcher, h.Cgroup)
+	if err != nil {
+		return nil, err
+	}
+	hc := *h
+	return &rawTask{proc: p, handle: &hc}, nil
+}

@@ -1,0 +1,157 @@
+package driver
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pluginhost/pluginhost/host/config"
+	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/nsexec"
+)
+
+var nobody = &User{Name: "nobody", UID: 65534, GID: 65534, Home: "/nonexistent"}
+
+// execConfig is an exec task's config with Nomad's capability set and
+// cap_drop applied.
+func execConfig(t *testing.T, pidMode string, capDrop ...string) *ExecConfig {
+	t.Helper()
+	caps, err := jobspec.ExecCapabilities(&jobspec.TaskConfig{CapDrop: capDrop}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ExecConfig{PIDMode: pidMode, Caps: caps}
+}
+
+// testChrootEnv is Nomad's default chroot_env.
+var testChrootEnv = config.DefaultChrootEnv()
+
+// runExec runs script under /bin/sh as an exec task in a fresh task dir and
+// returns its result and output.
+func runExec(t *testing.T, script string, cfg *ExecConfig, user *User, mounts []nsexec.Mount) (*ExitResult, string, string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the exec driver needs root")
+	}
+	alloc := t.TempDir()
+	taskDir, shared := filepath.Join(alloc, "web"), filepath.Join(alloc, "alloc")
+	for _, d := range []string{filepath.Join(taskDir, "local"), filepath.Join(taskDir, "secrets"), shared} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, w := pipeFile(t)
+	task, err := NewExec(newWatcher(t), testChrootEnv).Start(context.Background(), &StartRequest{
+		Command: "/bin/sh", Args: []string{"-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
+		Stdout: w, Stderr: w, TaskDir: taskDir, SharedDir: shared, Exec: cfg, User: user,
+		Mounts: mounts, MountHelper: []string{testNsexec},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	killOnCleanup(t, task.Handle().Pid)
+	t.Cleanup(task.Detach)
+	res := waitDone(t, task, 10*time.Second)
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, string(out), taskDir
+}
+
+// An exec task sees its own root: /local and /alloc are there, the host's
+// files outside chroot_env are not, it is pid 1 of its own namespace and
+// runs as nobody; and nothing it mounted is left on the host.
+func TestExecIsolation(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "host-only")
+	if err := os.WriteFile(secret, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `echo pid=$$; id -u; id -g; test -d /local && echo local; test -d /alloc && echo alloc; ` +
+		`test -e ` + secret + ` && echo HOST-VISIBLE; ls /proc | grep -c '^[0-9]' ; ` +
+		`stat -c %a /secrets; echo hi > /local/f && echo wrote-local; pwd`
+	res, out, taskDir := runExec(t, script, execConfig(t, ""), nobody, nil)
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %+v; output:\n%s", res, out)
+	}
+	// /proc counts the shell and ls (and grep): a handful, not the host's.
+	want := []string{"pid=1", "65534", "65534", "local", "alloc"}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 9 || strings.Join(lines[:5], ",") != strings.Join(want, ",") {
+		t.Fatalf("output %q, want it to start %q", out, want)
+	}
+	if strings.Contains(out, "HOST-VISIBLE") {
+		t.Fatalf("the task saw a host file outside chroot_env:\n%s", out)
+	}
+	if lines[6] != "700" || lines[7] != "wrote-local" || lines[8] != "/" {
+		t.Fatalf("secrets mode / local write / cwd: %q", lines[6:])
+	}
+	if b, err := os.ReadFile(filepath.Join(taskDir, "local", "f")); err != nil || string(b) != "hi\n" {
+		t.Fatalf("/local is not the task dir's local/: %q %v", b, err)
+	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(mi), taskDir) {
+		t.Fatalf("the task's mounts leaked into the host's namespace")
+	}
+}
+
+// A task running as nobody keeps Nomad's default capabilities, so it can
+// write into a root-owned volume (CAP_DAC_OVERRIDE); cap_drop takes it away.
+func TestExecCapabilities(t *testing.T) {
+	vol := t.TempDir()
+	if err := os.Chmod(vol, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mounts := []nsexec.Mount{{Source: vol, Target: "/srv/data"}}
+	res, out, _ := runExec(t, `echo ok > /srv/data/f && echo wrote; grep CapEff /proc/self/status`, execConfig(t, ""), nobody, mounts)
+	if res.ExitCode != 0 || !strings.Contains(out, "wrote") {
+		t.Fatalf("exit %+v; nobody could not write the root-owned volume:\n%s", res, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(vol, "f")); err != nil || string(b) != "ok\n" {
+		t.Fatalf("write did not reach the volume: %q %v", b, err)
+	}
+	res, out, _ = runExec(t, `echo ok > /srv/data/g && echo WROTE`, execConfig(t, "", "dac_override"), nobody, mounts)
+	if strings.Contains(out, "WROTE") {
+		t.Fatalf("cap_drop dac_override still let nobody write a root-owned dir: %+v\n%s", res, out)
+	}
+}
+
+// pid_mode = "host" shares the host's pid namespace.
+func TestExecHostPIDMode(t *testing.T) {
+	res, out, _ := runExec(t, `echo $$`, execConfig(t, ModeHost), nobody, nil)
+	if res.ExitCode != 0 || strings.TrimSpace(out) == "1" {
+		t.Fatalf("exit %+v, pid %q: want the host's pid", res, out)
+	}
+}
+
+// A command that is not in the task's root fails the task before it runs,
+// and says so.
+func TestExecMissingCommand(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the exec driver needs root")
+	}
+	alloc := t.TempDir()
+	r, w := pipeFile(t)
+	task, err := NewExec(newWatcher(t), testChrootEnv).Start(context.Background(), &StartRequest{
+		Command: "no-such-binary", Env: []string{"PATH=/usr/bin:/bin"}, Stdout: w, Stderr: w,
+		TaskDir: alloc, SharedDir: alloc, User: nobody, MountHelper: []string{testNsexec},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	t.Cleanup(task.Detach)
+	res := waitDone(t, task, 10*time.Second)
+	out, _ := io.ReadAll(r)
+	if res.ExitCode != 126 || !strings.Contains(string(out), "not found in the task's PATH") {
+		t.Fatalf("exit %+v, output %q", res, out)
+	}
+}
