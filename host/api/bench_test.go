@@ -52,3 +52,55 @@ func startBenchServer(b *testing.B) *testServer {
 	// Quiet logger: per-request debug lines would measure the test log.
 	return startServer(b, func(c *ServerConfig) { c.Logger = nil })
 }
+
+// BenchmarkGetJobTCP is BenchmarkGetJob over loopback TCP with a token:
+// the guard's checks and the constant-time comparison of both tokens on
+// every request, against the unix socket's none. file reads the token from
+// the per-user file for every request, as the CLI of the agent's user does.
+func BenchmarkGetJobTCP(b *testing.B) {
+	for _, mode := range []string{"token", "file"} {
+		b.Run(mode, func(b *testing.B) {
+			tokens, err := OpenTokens(TokensConfig{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			be := newFakeBackend()
+			be.jobs["web"] = &Job{ID: "web", Type: "service", Status: JobStatusRunning}
+			srv, err := NewServer(ServerConfig{Addr: "127.0.0.1:0", Backend: be, Tokens: tokens})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- srv.Serve(ctx) }()
+			defer func() {
+				cancel()
+				<-done
+			}()
+			opts := []ClientOption{WithToken(tokens.Management())}
+			if mode == "file" {
+				b.Setenv("XDG_CONFIG_HOME", b.TempDir())
+				b.Setenv("SUDO_USER", "")
+				path, err := UserTokenPath(srv.Addr())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := tokens.Publish(path); err != nil {
+					b.Fatal(err)
+				}
+				opts = nil
+			}
+			c, err := NewClient(srv.Addr(), opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Job(ctx, "web"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
