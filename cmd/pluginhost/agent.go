@@ -34,6 +34,12 @@ Usage: pluginhost agent [-config FILE | -dev]
   the agent; plugins keep running and are adopted by the next agent.
   'pluginhost job stop' stops a job's tasks.
 
+  On a loopback TCP addr every API request needs a token (X-Nomad-Token);
+  the agent generates one at its first start and leaves it, 0600, for the
+  user it runs as in ~/.config/pluginhost/tokens/<addr>, so that user's
+  CLI needs no flag. 'pluginhost operator token' shows and rotates the
+  tokens. The unix socket needs none: its file mode is the authentication.
+
 Options:
 
   -config=<file>
