@@ -323,8 +323,11 @@ func checkForkLoopKilled(t *testing.T, g *Group) {
 		t.Fatal(err)
 	}
 	t.Logf("killed %d+ processes of a fork loop in %v", len(ps), time.Since(start))
-	if left, _ := g.Pids(); len(left) != 0 {
-		t.Fatalf("left: %v", left)
+	// A process may still be listed while it finishes exiting (its
+	// orphans' reaper is this machine's init, which may be slow under
+	// load): what must not be left is a live one.
+	if left, _ := g.Pids(); len(liveOnly(left)) != 0 {
+		t.Fatalf("left alive: %v", liveOnly(left))
 	}
 	if err := g.Destroy(); err != nil {
 		t.Fatal(err)
