@@ -40,8 +40,7 @@
 // two). GetPluginInfo, GetPluginCapabilities and, for nodes, NodeGetInfo
 // describe the driver binary and are asked until they succeed once; Probe
 // and Controller/NodeGetCapabilities are the health check, asked at once
-// when the instance starts, then every FingerprintInterval, and whenever
-// Manager.Refresh asks. The RPCs of one fingerprint go out together (they
+// when the instance starts, then every FingerprintInterval. The RPCs of one fingerprint go out together (they
 // do not depend on each other) and the answers are judged in the order
 // Probe, the once-only part, the service's capabilities, so a first
 // fingerprint costs one round trip. A fingerprint never fails: its result, Fingerprint,

@@ -79,15 +79,10 @@ func (f *Fingerprint) Copy() *Fingerprint {
 	return &c
 }
 
-// HasPluginCapability, HasControllerCapability and HasNodeCapability
-// report whether the driver advertised the named capability.
+// HasPluginCapability and HasNodeCapability report whether the driver
+// advertised the named capability.
 func (f *Fingerprint) HasPluginCapability(name string) bool {
 	return slices.Contains(f.PluginCapabilities, name)
-}
-
-// HasControllerCapability: see HasPluginCapability.
-func (f *Fingerprint) HasControllerCapability(name string) bool {
-	return slices.Contains(f.ControllerCapabilities, name)
 }
 
 // HasNodeCapability: see HasPluginCapability.

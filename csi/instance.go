@@ -32,7 +32,8 @@ type instanceConfig struct {
 }
 
 // instanceManager fingerprints one plugin allocation of one type: at once
-// when started, then every interval, and whenever refresh asks. It owns one
+// when started, then every interval, and whenever refresh asks (only tests
+// do, to fingerprint without waiting for the interval). It owns one
 // goroutine (run), started by start and ended by stop.
 type instanceManager struct {
 	cfg    instanceConfig

@@ -389,27 +389,6 @@ func (m *Manager) Client(id, pluginType string) (*Client, error) {
 	return im.fpr.client, nil
 }
 
-// Refresh fingerprints every allocation of plugin id now, without waiting
-// for the interval, and returns once all of them have finished.
-func (m *Manager) Refresh(ctx context.Context, id string) error {
-	var targets []*instanceManager
-	for _, im := range m.snapshot() {
-		if im.info().Name == id {
-			targets = append(targets, im)
-		}
-	}
-	if len(targets) == 0 {
-		return fmt.Errorf("refresh csi plugin %q: %w", id, ErrUnknownPlugin)
-	}
-	var errs []error
-	for _, im := range targets {
-		if err := im.refresh(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return JoinErrors(errs...)
-}
-
 // WaitReady returns once every CSI plugin allocation that is active in the
 // registry at the time of the call has finished its first fingerprint,
 // successful or not, or has stopped being active. The agent calls it after

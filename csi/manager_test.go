@@ -53,6 +53,28 @@ func newHarness(t testing.TB, store dynamic.Store, interval time.Duration) *harn
 	return h
 }
 
+// refresh fingerprints every allocation of plugin id now, without waiting
+// for the interval, and returns once all of them have finished: how tests
+// get a fingerprint at a moment of their choosing.
+func (m *Manager) refresh(ctx context.Context, id string) error {
+	var targets []*instanceManager
+	for _, im := range m.snapshot() {
+		if im.info().Name == id {
+			targets = append(targets, im)
+		}
+	}
+	if len(targets) == 0 {
+		return fmt.Errorf("refresh csi plugin %q: %w", id, ErrUnknownPlugin)
+	}
+	var errs []error
+	for _, im := range targets {
+		if err := im.refresh(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return JoinErrors(errs...)
+}
+
 func (h *harness) register(t testing.TB, typ, name, alloc, socket string) {
 	t.Helper()
 	if err := h.reg.Register(testInfo(typ, name, alloc, socket)); err != nil {
@@ -228,7 +250,7 @@ func TestManagerDeregisterStopsInstance(t *testing.T) {
 	if _, ok := h.m.Plugin("fake"); ok {
 		t.Fatal("deregistered plugin still listed")
 	}
-	if err := h.m.Refresh(t.Context(), "fake"); !errors.Is(err, ErrUnknownPlugin) {
+	if err := h.m.refresh(t.Context(), "fake"); !errors.Is(err, ErrUnknownPlugin) {
 		t.Fatalf("refresh of a deregistered plugin: %v", err)
 	}
 	// Deregistering something never registered is a no-op for the manager.
@@ -319,7 +341,7 @@ func TestManagerWaitReadyFailedFingerprint(t *testing.T) {
 	}
 }
 
-// A plugin that breaks is reported by the next fingerprint, and Refresh
+// A plugin that breaks is reported by the next fingerprint, and refresh
 // produces that fingerprint without waiting for the interval.
 func TestManagerRefreshReportsHealthChange(t *testing.T) {
 	h := newHarness(t, nil, time.Hour)
@@ -331,7 +353,7 @@ func TestManagerRefreshReportsHealthChange(t *testing.T) {
 	h.register(t, dynamic.PluginTypeCSINode, "fake", "a1", s.socket)
 	h.expect(t, "a1", true)
 	p.set(func(p *fakePlugin) { p.always["Probe"] = codes.FailedPrecondition })
-	if err := h.m.Refresh(t.Context(), "fake"); err != nil {
+	if err := h.m.refresh(t.Context(), "fake"); err != nil {
 		t.Fatal(err)
 	}
 	e := h.expect(t, "a1", false)
@@ -339,7 +361,7 @@ func TestManagerRefreshReportsHealthChange(t *testing.T) {
 		t.Errorf("event text %q", e)
 	}
 	// Healthy→healthy or unhealthy→unhealthy is not news.
-	if err := h.m.Refresh(t.Context(), "fake"); err != nil {
+	if err := h.m.refresh(t.Context(), "fake"); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -412,7 +434,7 @@ func TestManagerSurvivesRegistryShutdown(t *testing.T) {
 	h.expect(t, "a1", true)
 	h.reg.Shutdown()
 	// The instance keeps its state and still answers refreshes.
-	if err := h.m.Refresh(t.Context(), "fake"); err != nil {
+	if err := h.m.refresh(t.Context(), "fake"); err != nil {
 		t.Fatal(err)
 	}
 	if st, ok := h.m.Plugin("fake"); !ok || !st.Healthy() {

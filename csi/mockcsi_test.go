@@ -114,7 +114,7 @@ func TestManagerFingerprintsRealMockCSI(t *testing.T) {
 		t.Errorf("provider %q version %q", st.Provider, st.Version)
 	}
 	ctrl, node := st.Controller(), st.Node()
-	if !ctrl.HasPluginCapability(CapControllerService) || !ctrl.HasControllerCapability(CapControllerCreateDelete) {
+	if !ctrl.HasPluginCapability(CapControllerService) || !slices.Contains(ctrl.ControllerCapabilities, CapControllerCreateDelete) {
 		t.Errorf("controller capabilities: plugin %q controller %q", ctrl.PluginCapabilities, ctrl.ControllerCapabilities)
 	}
 	if node.NodeInfo == nil || node.NodeInfo.NodeID != "test-node" {

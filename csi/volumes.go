@@ -156,7 +156,7 @@ func (vm *VolumeManager) Volumes() ([]*Volume, error) { return vm.cfg.Store.Volu
 // volume that exists already is left as it is when the spec is the same,
 // and expanded when only RequestedCapacityMin grew (as Nomad's `volume
 // create` does); any other difference is refused. It returns the record as
-// written; WaitSettled follows the work.
+// written; OnChange follows the work.
 func (vm *VolumeManager) Create(v *Volume) (*Volume, error) {
 	return vm.request(v, OriginCreated)
 }
@@ -379,21 +379,6 @@ func (vm *VolumeManager) changedVolume(v *Volume, deleted bool) {
 	if vm.cfg.OnChange != nil {
 		vm.cfg.OnChange(v.Clone(), deleted)
 	}
-}
-
-// WaitSettled waits until the volume is settled (ready or failed) or gone,
-// woken by its record's changes. It returns the record (nil when gone).
-func (vm *VolumeManager) WaitSettled(ctx context.Context, id string) (*Volume, error) {
-	v, err := vm.waitRecord(ctx, id, func(v *Volume, err error) (bool, error) {
-		if errors.Is(err, ErrVolumeNotFound) {
-			return true, nil
-		}
-		return err != nil || v.Settled(), err
-	})
-	if err != nil && errors.Is(err, ctx.Err()) {
-		return v, fmt.Errorf("waiting for volume %q: %w", id, err)
-	}
-	return v, err
 }
 
 // waitRecord reads volume id, and again after every change of any record,

@@ -26,7 +26,7 @@ import (
 // The volume tests run VolumeManager against the real mockcsi binary,
 // registered in a real dynamic.Registry and fingerprinted by a real
 // Manager, over an in-memory VolumeStore. They wait on the manager's own
-// signals (WaitSettled, OnChange, health events); the only polling is of
+// signals (OnChange, record changes, health events); the only polling is of
 // the plugin process's own state (calls.json, ListVolumes), which has no
 // other way to say it changed.
 
@@ -344,11 +344,18 @@ func volSpec(id, plugin string, capMin int64) *Volume {
 	}
 }
 
+// settle waits until the volume is settled (ready or failed) or gone,
+// woken by its record's changes, and returns the record (nil when gone).
 func settle(t *testing.T, vm *VolumeManager, id string) *Volume {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	v, err := vm.WaitSettled(ctx, id)
+	v, err := vm.waitRecord(ctx, id, func(v *Volume, err error) (bool, error) {
+		if errors.Is(err, ErrVolumeNotFound) {
+			return true, nil
+		}
+		return err != nil || v.Settled(), err
+	})
 	if err != nil {
 		t.Fatalf("volume %s: %v (record %+v)", id, err, v)
 	}
