@@ -55,11 +55,11 @@ func BenchmarkVolumeQueue1000(b *testing.B) {
 }
 
 func benchQueue(b *testing.B, socket string, mockcsi bool) {
-	h := newHarness(b, nil, time.Hour)
-	h.register(b, dynamic.PluginTypeCSIController, "mock", "alloc-1", socket)
-	h.register(b, dynamic.PluginTypeCSINode, "mock", "alloc-1", socket)
-	if err := h.m.Start(); err != nil {
-		b.Fatal(err)
+	h := newVolHarness(b)
+	for _, typ := range []string{dynamic.PluginTypeCSIController, dynamic.PluginTypeCSINode} {
+		if err := h.reg.Register(testInfo(typ, "mock", "alloc-1", socket)); err != nil {
+			b.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

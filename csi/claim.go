@@ -6,14 +6,6 @@ import (
 	"time"
 )
 
-// Registration options a node plugin's supervisor sets (dynamic.PluginInfo
-// Options): where the plugin may mount, and under which directory the
-// volume code stages and publishes.
-const (
-	OptionMountDir            = "MountDir"
-	OptionStagePublishBaseDir = "StagePublishBaseDir"
-)
-
 // A Claim is one allocation's use of a volume: recorded in the volume's
 // record before any CSI call is made for it, advanced one durable step at
 // a time by the volume's reconcile pass (ControllerPublish, NodeStage,

@@ -9,6 +9,7 @@ import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/pluginhost/pluginhost/dynamic"
 )
@@ -75,8 +76,17 @@ func (c *countingConn) Invoke(ctx context.Context, method string, args, reply an
 // withdrawn, new clients dial their own.
 func TestClientPoolUsesLentConnection(t *testing.T) {
 	s := serve(t, newFakePlugin(), "")
-	owner := testClient(t, s.socket, RetryPolicy{})
-	lent := &countingConn{ClientConnInterface: owner.conn}
+	conn, err := grpc.NewClient("unix://"+s.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	// owner is the lender's own client over the connection it lends.
+	owner, err := NewClient(ClientConfig{Endpoint: "unix://" + s.socket, Conn: conn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lent := &countingConn{ClientConnInterface: conn}
 	p := newClientPool(ClientConfig{}, hclog.NewNullLogger())
 	withdraw := p.lend(s.socket, lent)
 

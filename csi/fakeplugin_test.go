@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/pluginhost/pluginhost/dynamic"
 )
 
 // fakePlugin is an in-test CSI driver served over a real unix socket with a
@@ -311,17 +313,7 @@ func (c *trackingConn) Close() error {
 	return c.Conn.Close()
 }
 
-// testClient returns a client for s with fast retries, closed at cleanup.
-func testClient(t testing.TB, socket string, retry RetryPolicy) *Client {
-	t.Helper()
-	if retry.BaseDelay == 0 {
-		retry.BaseDelay = time.Millisecond
-		retry.MaxDelay = 20 * time.Millisecond
-	}
-	c, err := NewClient(ClientConfig{Endpoint: "unix://" + socket, Retry: retry})
-	if err != nil {
-		t.Fatalf("new client: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+// testInfo is a registration of socket as plugin name's allocation alloc.
+func testInfo(typ, name, alloc, socket string) *dynamic.PluginInfo {
+	return &dynamic.PluginInfo{Type: typ, Name: name, AllocID: alloc, ConnectionInfo: &dynamic.ConnectionInfo{SocketPath: socket}}
 }

@@ -13,6 +13,14 @@ import (
 	"github.com/pluginhost/pluginhost/dynamic"
 )
 
+// Registration options a node plugin's supervisor sets (dynamic.PluginInfo
+// Options): where the plugin may mount, and under which directory the
+// volume code stages and publishes.
+const (
+	OptionMountDir            = "MountDir"
+	OptionStagePublishBaseDir = "StagePublishBaseDir"
+)
+
 // Fingerprint is what pluginhost knows about one plugin allocation of one
 // type: the result of its latest fingerprint. Values handed out are copies.
 type Fingerprint struct {

@@ -146,7 +146,7 @@ type volHarness struct {
 	allocs AllocSource
 }
 
-func newVolHarness(t *testing.T) *volHarness {
+func newVolHarness(t testing.TB) *volHarness {
 	t.Helper()
 	reg, err := dynamic.New(dynamic.Config{})
 	if err != nil {
