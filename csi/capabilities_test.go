@@ -5,16 +5,17 @@ import (
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/pluginhost/pluginhost/csi/internal/csitest"
 )
 
 func TestCapabilityNamesAcceptOddLists(t *testing.T) {
 	plugin := PluginCapabilityNames([]*csipb.PluginCapability{
-		svcCap(csipb.PluginCapability_Service_CONTROLLER_SERVICE),
-		svcCap(csipb.PluginCapability_Service_CONTROLLER_SERVICE), // duplicate
-		svcCap(csipb.PluginCapability_Service_Type(42)),           // from a newer spec
-		svcCap(0), // the spec's UNKNOWN placeholder
-		nil,       // nil entry
-		{},        // no type set
+		csitest.SvcCap(csipb.PluginCapability_Service_CONTROLLER_SERVICE),
+		csitest.SvcCap(csipb.PluginCapability_Service_CONTROLLER_SERVICE), // duplicate
+		csitest.SvcCap(csipb.PluginCapability_Service_Type(42)),           // from a newer spec
+		csitest.SvcCap(0), // the spec's UNKNOWN placeholder
+		nil,               // nil entry
+		{},                // no type set
 		{Type: &csipb.PluginCapability_Service_{}}, // nil service
 		{Type: &csipb.PluginCapability_VolumeExpansion_{VolumeExpansion: &csipb.PluginCapability_VolumeExpansion{Type: csipb.PluginCapability_VolumeExpansion_ONLINE}}},
 	})
@@ -24,11 +25,11 @@ func TestCapabilityNamesAcceptOddLists(t *testing.T) {
 	}
 
 	ctrl := ControllerCapabilityNames([]*csipb.ControllerServiceCapability{
-		ctrlCap(csipb.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME),
-		ctrlCap(11), // VOLUME_CONDITION, reserved in the spec, unnamed in the Go bindings
-		ctrlCap(csipb.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME),
-		ctrlCap(4), // named by the controller enum (GET_CAPACITY), not the node one
-		ctrlCap(99),
+		csitest.CtrlCap(csipb.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME),
+		csitest.CtrlCap(11), // VOLUME_CONDITION, reserved in the spec, unnamed in the Go bindings
+		csitest.CtrlCap(csipb.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME),
+		csitest.CtrlCap(4), // named by the controller enum (GET_CAPACITY), not the node one
+		csitest.CtrlCap(99),
 		{Type: &csipb.ControllerServiceCapability_Rpc{}},
 		nil,
 	})
@@ -37,10 +38,10 @@ func TestCapabilityNamesAcceptOddLists(t *testing.T) {
 	}
 
 	node := NodeCapabilityNames([]*csipb.NodeServiceCapability{
-		nodeCap(csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS),
-		nodeCap(4),  // VOLUME_CONDITION
-		nodeCap(11), // VOLUME_CONDITION's controller number names nothing here
-		nodeCap(csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME),
+		csitest.NodeCap(csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS),
+		csitest.NodeCap(4),  // VOLUME_CONDITION
+		csitest.NodeCap(11), // VOLUME_CONDITION's controller number names nothing here
+		csitest.NodeCap(csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME),
 		{},
 	})
 	if want := []string{"GET_VOLUME_STATS", "STAGE_UNSTAGE_VOLUME", "UNKNOWN(11)", "VOLUME_CONDITION"}; !slices.Equal(node, want) {

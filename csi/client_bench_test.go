@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/pluginhost/pluginhost/csi/internal/csitest"
 )
 
 // BenchmarkClientProbe measures one wrapped unary call over a real unix
 // socket: the per-call cost the wrapper adds to gRPC.
 func BenchmarkClientProbe(b *testing.B) {
-	s := serve(b, newFakePlugin(), "")
-	c := testClient(b, s.socket, RetryPolicy{})
+	s := csitest.Serve(b, csitest.NewFakePlugin(), "")
+	c := testClient(b, s.Socket, RetryPolicy{})
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
