@@ -27,6 +27,16 @@ const (
 	CapNodeStageUnstage       = "STAGE_UNSTAGE_VOLUME"
 )
 
+// More controller capability names, the ones the volume code checks
+// before it calls.
+const (
+	CapCreateDeleteSnapshot = "CREATE_DELETE_SNAPSHOT"
+	CapListSnapshots        = "LIST_SNAPSHOTS"
+	CapListVolumes          = "LIST_VOLUMES"
+	CapExpandVolume         = "EXPAND_VOLUME"
+	CapCloneVolume          = "CLONE_VOLUME"
+)
+
 // Values the spec once defined and has since reserved, so that the Go
 // bindings no longer name them. Drivers built against an older spec still
 // send them, and "UNKNOWN(11)" would make a well-known capability look like

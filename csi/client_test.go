@@ -8,14 +8,15 @@ import (
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/pluginhost/pluginhost/csi/internal/csitest"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
 func TestClientIdentityControllerNode(t *testing.T) {
-	p := newFakePlugin()
-	s := serve(t, p, "")
-	c := testClient(t, s.socket, RetryPolicy{})
+	p := csitest.NewFakePlugin()
+	s := csitest.Serve(t, p, "")
+	c := testClient(t, s.Socket, RetryPolicy{})
 	ctx := t.Context()
 
 	info, err := c.GetPluginInfo(ctx, &csipb.GetPluginInfoRequest{})
@@ -39,7 +40,7 @@ func TestClientIdentityControllerNode(t *testing.T) {
 	if status.Code(err) != codes.Unimplemented {
 		t.Fatalf("NodeStageVolume: code %v, want Unimplemented: %v", status.Code(err), err)
 	}
-	if !strings.Contains(err.Error(), "NodeStageVolume") || !strings.Contains(err.Error(), s.socket) {
+	if !strings.Contains(err.Error(), "NodeStageVolume") || !strings.Contains(err.Error(), s.Socket) {
 		t.Fatalf("error lacks method or socket: %v", err)
 	}
 }
@@ -47,14 +48,14 @@ func TestClientIdentityControllerNode(t *testing.T) {
 func TestClientRetriesRetryableCodes(t *testing.T) {
 	for _, code := range []codes.Code{codes.Unavailable, codes.Aborted, codes.DeadlineExceeded} {
 		t.Run(code.String(), func(t *testing.T) {
-			p := newFakePlugin()
-			p.script["Probe"] = []codes.Code{code, code, code}
-			s := serve(t, p, "")
-			c := testClient(t, s.socket, RetryPolicy{MaxAttempts: 5})
+			p := csitest.NewFakePlugin()
+			p.Script["Probe"] = []codes.Code{code, code, code}
+			s := csitest.Serve(t, p, "")
+			c := testClient(t, s.Socket, RetryPolicy{MaxAttempts: 5})
 			if _, err := c.Probe(t.Context(), &csipb.ProbeRequest{}); err != nil {
 				t.Fatalf("Probe after 3 %v: %v", code, err)
 			}
-			if n := p.callCount("Probe"); n != 4 {
+			if n := p.CallCount("Probe"); n != 4 {
 				t.Fatalf("Probe called %d times, want 4", n)
 			}
 		})
@@ -64,15 +65,15 @@ func TestClientRetriesRetryableCodes(t *testing.T) {
 func TestClientDoesNotRetryTerminalCodes(t *testing.T) {
 	for _, code := range []codes.Code{codes.Unimplemented, codes.InvalidArgument, codes.AlreadyExists, codes.NotFound, codes.FailedPrecondition, codes.Internal} {
 		t.Run(code.String(), func(t *testing.T) {
-			p := newFakePlugin()
-			p.always["CreateVolume"] = code
-			s := serve(t, p, "")
-			c := testClient(t, s.socket, RetryPolicy{MaxAttempts: 5})
+			p := csitest.NewFakePlugin()
+			p.Always["CreateVolume"] = code
+			s := csitest.Serve(t, p, "")
+			c := testClient(t, s.Socket, RetryPolicy{MaxAttempts: 5})
 			_, err := c.CreateVolume(t.Context(), &csipb.CreateVolumeRequest{Name: "x"})
 			if status.Code(err) != code {
 				t.Fatalf("code %v, want %v: %v", status.Code(err), code, err)
 			}
-			if n := p.callCount("CreateVolume"); n != 1 {
+			if n := p.CallCount("CreateVolume"); n != 1 {
 				t.Fatalf("CreateVolume called %d times, want 1", n)
 			}
 		})
@@ -80,15 +81,15 @@ func TestClientDoesNotRetryTerminalCodes(t *testing.T) {
 }
 
 func TestClientGivesUpAfterMaxAttempts(t *testing.T) {
-	p := newFakePlugin()
-	p.always["Probe"] = codes.Unavailable
-	s := serve(t, p, "")
-	c := testClient(t, s.socket, RetryPolicy{MaxAttempts: 3})
+	p := csitest.NewFakePlugin()
+	p.Always["Probe"] = codes.Unavailable
+	s := csitest.Serve(t, p, "")
+	c := testClient(t, s.Socket, RetryPolicy{MaxAttempts: 3})
 	_, err := c.Probe(t.Context(), &csipb.ProbeRequest{})
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("code %v, want Unavailable: %v", status.Code(err), err)
 	}
-	if n := p.callCount("Probe"); n != 3 {
+	if n := p.CallCount("Probe"); n != 3 {
 		t.Fatalf("Probe called %d times, want 3", n)
 	}
 	if !strings.Contains(err.Error(), "after 3 attempts") {
@@ -97,47 +98,47 @@ func TestClientGivesUpAfterMaxAttempts(t *testing.T) {
 }
 
 func TestClientRetriesHungAttempt(t *testing.T) {
-	p := newFakePlugin()
+	p := csitest.NewFakePlugin()
 	hang := make(chan struct{})
-	p.hang["Probe"] = hang
-	s := serve(t, p, "")
-	c := testClient(t, s.socket, RetryPolicy{MaxAttempts: 3, AttemptTimeout: 100 * time.Millisecond})
+	p.Hang["Probe"] = hang
+	s := csitest.Serve(t, p, "")
+	c := testClient(t, s.Socket, RetryPolicy{MaxAttempts: 3, AttemptTimeout: 100 * time.Millisecond})
 	// Un-hang Probe once the first attempt is in, so the retry succeeds.
 	go func() {
-		<-p.probed
-		p.set(func(p *fakePlugin) { delete(p.hang, "Probe") })
+		<-p.Probed
+		p.Set(func(p *csitest.FakePlugin) { delete(p.Hang, "Probe") })
 	}()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	if _, err := c.Probe(ctx, &csipb.ProbeRequest{}); err != nil {
 		t.Fatalf("Probe: %v", err)
 	}
-	if n := p.callCount("Probe"); n < 2 {
+	if n := p.CallCount("Probe"); n < 2 {
 		t.Fatalf("Probe called %d times, want a retry after the hung attempt", n)
 	}
 }
 
 func TestClientCallerDeadlineBoundsRetries(t *testing.T) {
-	p := newFakePlugin()
-	p.hang["Probe"] = make(chan struct{})
-	s := serve(t, p, "")
-	c := testClient(t, s.socket, RetryPolicy{MaxAttempts: 100})
+	p := csitest.NewFakePlugin()
+	p.Hang["Probe"] = make(chan struct{})
+	s := csitest.Serve(t, p, "")
+	c := testClient(t, s.Socket, RetryPolicy{MaxAttempts: 100})
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	_, err := c.Probe(ctx, &csipb.ProbeRequest{})
 	if status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("code %v, want DeadlineExceeded: %v", status.Code(err), err)
 	}
-	if n := p.callCount("Probe"); n != 1 {
+	if n := p.CallCount("Probe"); n != 1 {
 		t.Fatalf("Probe called %d times: the caller's deadline must end the call, not an attempt", n)
 	}
 }
 
 func TestClientDefaultCallTimeout(t *testing.T) {
-	p := newFakePlugin()
-	p.hang["Probe"] = make(chan struct{})
-	s := serve(t, p, "")
-	c, err := NewClient(ClientConfig{Endpoint: s.socket, CallTimeout: 150 * time.Millisecond})
+	p := csitest.NewFakePlugin()
+	p.Hang["Probe"] = make(chan struct{})
+	s := csitest.Serve(t, p, "")
+	c, err := NewClient(ClientConfig{Endpoint: s.Socket, CallTimeout: 150 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,42 +151,42 @@ func TestClientDefaultCallTimeout(t *testing.T) {
 }
 
 func TestClientCancelDuringBackoff(t *testing.T) {
-	p := newFakePlugin()
-	p.always["Probe"] = codes.Unavailable
-	s := serve(t, p, "")
-	c := testClient(t, s.socket, RetryPolicy{MaxAttempts: 10, BaseDelay: time.Minute, MaxDelay: time.Minute})
+	p := csitest.NewFakePlugin()
+	p.Always["Probe"] = codes.Unavailable
+	s := csitest.Serve(t, p, "")
+	c := testClient(t, s.Socket, RetryPolicy{MaxAttempts: 10, BaseDelay: time.Minute, MaxDelay: time.Minute})
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
-		<-p.probed
+		<-p.Probed
 		cancel()
 	}()
 	_, err := c.Probe(ctx, &csipb.ProbeRequest{})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("want context.Canceled in %v", err)
 	}
-	if n := p.callCount("Probe"); n != 1 {
+	if n := p.CallCount("Probe"); n != 1 {
 		t.Fatalf("Probe called %d times after cancel", n)
 	}
 }
 
 func TestClientSurvivesPluginRestart(t *testing.T) {
-	p := newFakePlugin()
-	s := serve(t, p, "")
-	c := testClient(t, s.socket, RetryPolicy{MaxAttempts: 50, BaseDelay: 10 * time.Millisecond, MaxDelay: 100 * time.Millisecond})
+	p := csitest.NewFakePlugin()
+	s := csitest.Serve(t, p, "")
+	c := testClient(t, s.Socket, RetryPolicy{MaxAttempts: 50, BaseDelay: 10 * time.Millisecond, MaxDelay: 100 * time.Millisecond})
 	if _, err := c.Probe(t.Context(), &csipb.ProbeRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	s.stop()
+	s.Stop()
 	// Same socket path, new process-like server: the client reconnects by
 	// itself, within its retries.
-	serve(t, p, s.socket)
+	csitest.Serve(t, p, s.Socket)
 	if _, err := c.Probe(t.Context(), &csipb.ProbeRequest{}); err != nil {
 		t.Fatalf("Probe after plugin restart: %v", err)
 	}
 }
 
 func TestClientNoPlugin(t *testing.T) {
-	c := testClient(t, shortDir(t)+"/absent.sock", RetryPolicy{MaxAttempts: 2})
+	c := testClient(t, csitest.ShortDir(t)+"/absent.sock", RetryPolicy{MaxAttempts: 2})
 	_, err := c.Probe(t.Context(), &csipb.ProbeRequest{})
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("code %v, want Unavailable: %v", status.Code(err), err)
@@ -194,8 +195,8 @@ func TestClientNoPlugin(t *testing.T) {
 
 // A nil request is sent as an empty message, not a panic.
 func TestClientNilRequest(t *testing.T) {
-	s := serve(t, newFakePlugin(), "")
-	c := testClient(t, s.socket, RetryPolicy{})
+	s := csitest.Serve(t, csitest.NewFakePlugin(), "")
+	c := testClient(t, s.Socket, RetryPolicy{})
 	if _, err := c.Probe(t.Context(), nil); err != nil {
 		t.Fatalf("Probe(nil): %v", err)
 	}
@@ -207,10 +208,10 @@ func TestClientNilRequest(t *testing.T) {
 // A client over a borrowed connection (the supervisor on go-plugin's) calls
 // through it and leaves it open on Close: the owner closes it.
 func TestClientBorrowedConn(t *testing.T) {
-	p := newFakePlugin()
-	s := serve(t, p, "")
-	owner := testClient(t, s.socket, RetryPolicy{})
-	c, err := NewClient(ClientConfig{Endpoint: s.socket, Conn: owner.conn})
+	p := csitest.NewFakePlugin()
+	s := csitest.Serve(t, p, "")
+	owner := testClient(t, s.Socket, RetryPolicy{})
+	c, err := NewClient(ClientConfig{Endpoint: s.Socket, Conn: owner.conn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func TestClientBorrowedConn(t *testing.T) {
 	if _, err := owner.Probe(ctx, &csipb.ProbeRequest{}); err != nil {
 		t.Fatalf("the owner's connection after the borrower closed: %v", err)
 	}
-	if n := p.callCount("Probe"); n != 2 {
+	if n := p.CallCount("Probe"); n != 2 {
 		t.Fatalf("plugin saw %d Probes, want 2", n)
 	}
 }

@@ -15,7 +15,7 @@ import (
 //
 // The package defines the interface instead of importing a metrics library
 // so that it stays usable without the agent; the agent's metrics implement
-// it (ManagerConfig.Client.Observer).
+// it (plugins.ManagerConfig.Client.Observer).
 type RPCObserver interface {
 	ObserveRPC(method string, code codes.Code, d time.Duration)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/pluginhost/pluginhost/csi/internal/csitest"
 	"google.golang.org/grpc/codes"
 )
 
@@ -29,12 +30,12 @@ func (o *recordingObserver) ObserveRPC(method string, code codes.Code, d time.Du
 // One observation per call, retries included in its duration, with the
 // final outcome's code.
 func TestClientObserverSeesEveryCallOnce(t *testing.T) {
-	p := newFakePlugin()
-	p.script["Probe"] = []codes.Code{codes.Unavailable}
-	p.always["CreateVolume"] = codes.InvalidArgument
-	s := serve(t, p, "")
+	p := csitest.NewFakePlugin()
+	p.Script["Probe"] = []codes.Code{codes.Unavailable}
+	p.Always["CreateVolume"] = codes.InvalidArgument
+	s := csitest.Serve(t, p, "")
 	obs := &recordingObserver{}
-	c, err := NewClient(ClientConfig{Endpoint: s.socket, Observer: obs,
+	c, err := NewClient(ClientConfig{Endpoint: s.Socket, Observer: obs,
 		Retry: RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +59,7 @@ func TestClientObserverSeesEveryCallOnce(t *testing.T) {
 	if o := obs.calls[1]; o.method != "CreateVolume" || o.code != codes.InvalidArgument {
 		t.Errorf("create observed as %+v, want CreateVolume InvalidArgument", o)
 	}
-	if p.callCount("Probe") != 2 {
-		t.Errorf("Probe reached the plugin %d times, want 2 (one retry)", p.callCount("Probe"))
+	if p.CallCount("Probe") != 2 {
+		t.Errorf("Probe reached the plugin %d times, want 2 (one retry)", p.CallCount("Probe"))
 	}
 }

@@ -18,7 +18,7 @@ import (
 
 // benchVolumes is how many volumes one BenchmarkVolumes100 run creates and
 // deletes; benchVolumeConc how many are in flight at once, on both sides
-// (the agent's volume workers are csi.DefaultVolumeWorkers, also 16).
+// (the agent's volume workers are volumes.DefaultVolumeWorkers, also 16).
 const (
 	benchVolumes    = 100
 	benchVolumeConc = 16

@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/pluginhost/pluginhost/csi"
+	"github.com/pluginhost/pluginhost/csi/plugins"
+	"github.com/pluginhost/pluginhost/csi/volumes"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/cgroup"
@@ -59,8 +61,8 @@ type Agent struct {
 	// health is the latest health check of every generic plugin
 	// allocation (CSI plugins' is the CSI manager's fingerprint).
 	health    *csiplugin.HealthTable
-	csi       *csi.Manager
-	volumes   *csi.VolumeManager
+	csi       *plugins.Manager
+	volumes   *volumes.VolumeManager
 	watcher   *driver.Watcher
 	cgroups   *cgroup.Manager
 	runnerCfg *taskrunner.Config
@@ -174,7 +176,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	}
 	closers = append(closers, a.registry.Shutdown)
 
-	a.csi, err = csi.NewManager(csi.ManagerConfig{
+	a.csi, err = plugins.NewManager(plugins.ManagerConfig{
 		Registry:            a.registry,
 		Logger:              logger,
 		FingerprintInterval: cfg.CSI.FingerprintInterval,
@@ -186,7 +188,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		return nil, fmt.Errorf("agent: csi manager: %w", err)
 	}
 
-	a.volumes, err = csi.NewVolumeManager(csi.VolumeManagerConfig{
+	a.volumes, err = volumes.NewVolumeManager(volumes.VolumeManagerConfig{
 		Store: a.db, Plugins: a.csi, Logger: logger, OnChange: a.onVolumeChange, Allocs: a.db,
 	})
 	if err != nil {
@@ -497,7 +499,7 @@ func (a *Agent) notifyChanged() {
 }
 
 // onHealthChange turns CSI health changes into API events.
-func (a *Agent) onHealthChange(ev csi.HealthEvent) {
+func (a *Agent) onHealthChange(ev plugins.HealthEvent) {
 	// Volume work waiting for this plugin's controller resumes now.
 	if a.volumes != nil {
 		a.volumes.PluginChanged(ev.PluginID)

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/pluginhost/pluginhost/csi"
+	"github.com/pluginhost/pluginhost/csi/plugins"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/api"
 )
@@ -92,7 +93,7 @@ func (a *Agent) Plugin(ctx context.Context, id string) (*api.CSIPlugin, error) {
 // too. Each allocation answers from its own fingerprint, as in Nomad, so
 // both halves of one driver agree, and an allocation whose capabilities
 // are not known yet says false like its empty Capabilities.
-func csiInfo(fp *csi.Fingerprint, controllerRequired bool) *api.CSIInfo {
+func csiInfo(fp *plugins.Fingerprint, controllerRequired bool) *api.CSIInfo {
 	info := &api.CSIInfo{
 		PluginID: fp.PluginID, AllocID: fp.AllocID, Healthy: fp.Healthy,
 		HealthDescription: fp.HealthDescription, UpdateTime: fp.LastFingerprint,

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/pluginhost/pluginhost/csi"
+	"github.com/pluginhost/pluginhost/csi/plugins"
 	"github.com/pluginhost/pluginhost/dynamic"
 )
 
@@ -11,23 +12,23 @@ func TestCSIInfoRequiresTopologiesFromPluginCapability(t *testing.T) {
 	constrained := []string{csi.CapControllerService, csi.CapVolumeAccessibility}
 	for _, tc := range []struct {
 		name string
-		fp   *csi.Fingerprint
+		fp   *plugins.Fingerprint
 		want bool
 	}{
-		{"controller advertising", &csi.Fingerprint{Type: dynamic.PluginTypeCSIController,
+		{"controller advertising", &plugins.Fingerprint{Type: dynamic.PluginTypeCSIController,
 			PluginCapabilities: constrained}, true},
-		{"node advertising, no segments for this node", &csi.Fingerprint{Type: dynamic.PluginTypeCSINode,
-			PluginCapabilities: constrained, NodeInfo: &csi.NodeInfo{NodeID: "n1"}}, true},
-		{"node advertising with segments", &csi.Fingerprint{Type: dynamic.PluginTypeCSINode,
-			PluginCapabilities: constrained, NodeInfo: &csi.NodeInfo{NodeID: "n1", Topology: map[string]string{"zone": "a"}}}, true},
+		{"node advertising, no segments for this node", &plugins.Fingerprint{Type: dynamic.PluginTypeCSINode,
+			PluginCapabilities: constrained, NodeInfo: &plugins.NodeInfo{NodeID: "n1"}}, true},
+		{"node advertising with segments", &plugins.Fingerprint{Type: dynamic.PluginTypeCSINode,
+			PluginCapabilities: constrained, NodeInfo: &plugins.NodeInfo{NodeID: "n1", Topology: map[string]string{"zone": "a"}}}, true},
 		// A topology alone is not the capability: Nomad looks only at
 		// GetPluginCapabilities.
-		{"node with segments, not advertising", &csi.Fingerprint{Type: dynamic.PluginTypeCSINode,
+		{"node with segments, not advertising", &plugins.Fingerprint{Type: dynamic.PluginTypeCSINode,
 			PluginCapabilities: []string{csi.CapControllerService},
-			NodeInfo:           &csi.NodeInfo{NodeID: "n1", Topology: map[string]string{"zone": "a"}}}, false},
-		{"controller not advertising", &csi.Fingerprint{Type: dynamic.PluginTypeCSIController,
+			NodeInfo:           &plugins.NodeInfo{NodeID: "n1", Topology: map[string]string{"zone": "a"}}}, false},
+		{"controller not advertising", &plugins.Fingerprint{Type: dynamic.PluginTypeCSIController,
 			PluginCapabilities: []string{csi.CapControllerService}}, false},
-		{"not fingerprinted yet", &csi.Fingerprint{Type: dynamic.PluginTypeCSINode}, false},
+		{"not fingerprinted yet", &plugins.Fingerprint{Type: dynamic.PluginTypeCSINode}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			info := csiInfo(tc.fp, false)
@@ -42,11 +43,11 @@ func TestCSIInfoRequiresTopologiesFromPluginCapability(t *testing.T) {
 // gave: a controller has no NodeGetInfo.
 func TestCSIInfoRequiresTopologiesSameForBothHalves(t *testing.T) {
 	caps := []string{csi.CapControllerService, csi.CapVolumeAccessibility, csi.CapVolumeExpansionPrefix + "ONLINE"}
-	ctrl := csiInfo(&csi.Fingerprint{PluginID: "p", AllocID: "a1", Type: dynamic.PluginTypeCSIController,
+	ctrl := csiInfo(&plugins.Fingerprint{PluginID: "p", AllocID: "a1", Type: dynamic.PluginTypeCSIController,
 		PluginCapabilities: caps, ControllerCapabilities: []string{csi.CapControllerCreateDelete}}, true)
-	node := csiInfo(&csi.Fingerprint{PluginID: "p", AllocID: "a1", Type: dynamic.PluginTypeCSINode,
+	node := csiInfo(&plugins.Fingerprint{PluginID: "p", AllocID: "a1", Type: dynamic.PluginTypeCSINode,
 		PluginCapabilities: caps, NodeCapabilities: []string{csi.CapNodeStageUnstage},
-		NodeInfo: &csi.NodeInfo{NodeID: "n1"}}, true)
+		NodeInfo: &plugins.NodeInfo{NodeID: "n1"}}, true)
 	if !ctrl.RequiresTopologies || !node.RequiresTopologies {
 		t.Errorf("RequiresTopologies: controller %t, node %t; want both true", ctrl.RequiresTopologies, node.RequiresTopologies)
 	}

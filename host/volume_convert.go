@@ -4,7 +4,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/pluginhost/pluginhost/csi"
+	"github.com/pluginhost/pluginhost/csi/volumes"
 	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/volumespec"
 )
@@ -53,33 +53,33 @@ func specTopology(t *api.CSITopology) *volumespec.Topology {
 }
 
 // csiVolume is a validated spec as the volume manager's record.
-func csiVolume(s *volumespec.Volume) *csi.Volume {
-	v := &csi.Volume{
+func csiVolume(s *volumespec.Volume) *volumes.Volume {
+	v := &volumes.Volume{
 		ID: s.ID, Name: s.Name, PluginID: s.PluginID, ExternalID: s.ExternalID,
 		SnapshotID: s.SnapshotID, CloneID: s.CloneID,
 		RequestedCapacityMin: s.RequestedCapacityMin, RequestedCapacityMax: s.RequestedCapacityMax,
 		Secrets: maps.Clone(s.Secrets), Parameters: maps.Clone(s.Parameters), Context: maps.Clone(s.Context),
 	}
 	for _, c := range s.RequestedCapabilities {
-		v.RequestedCapabilities = append(v.RequestedCapabilities, &csi.VolumeCapability{AccessMode: c.AccessMode, AttachmentMode: c.AttachmentMode})
+		v.RequestedCapabilities = append(v.RequestedCapabilities, &volumes.VolumeCapability{AccessMode: c.AccessMode, AttachmentMode: c.AttachmentMode})
 	}
 	if s.MountOptions != nil {
-		v.MountOptions = &csi.MountOptions{FSType: s.MountOptions.FSType, MountFlags: slices.Clone(s.MountOptions.MountFlags)}
+		v.MountOptions = &volumes.MountOptions{FSType: s.MountOptions.FSType, MountFlags: slices.Clone(s.MountOptions.MountFlags)}
 	}
 	if t := s.RequestedTopologies; t != nil {
-		v.RequestedTopologies = &csi.TopologyRequest{}
+		v.RequestedTopologies = &volumes.TopologyRequest{}
 		for _, x := range t.Required {
-			v.RequestedTopologies.Required = append(v.RequestedTopologies.Required, &csi.Topology{Segments: maps.Clone(x.Segments)})
+			v.RequestedTopologies.Required = append(v.RequestedTopologies.Required, &volumes.Topology{Segments: maps.Clone(x.Segments)})
 		}
 		for _, x := range t.Preferred {
-			v.RequestedTopologies.Preferred = append(v.RequestedTopologies.Preferred, &csi.Topology{Segments: maps.Clone(x.Segments)})
+			v.RequestedTopologies.Preferred = append(v.RequestedTopologies.Preferred, &volumes.Topology{Segments: maps.Clone(x.Segments)})
 		}
 	}
 	return v
 }
 
 // apiVolume describes a volume with its plugin's health.
-func (a *Agent) apiVolume(v *csi.Volume) *api.CSIVolume {
+func (a *Agent) apiVolume(v *volumes.Volume) *api.CSIVolume {
 	out := &api.CSIVolume{
 		ID: v.ID, Name: v.Name, ExternalID: v.ExternalID, PluginID: v.PluginID,
 		SnapshotID: v.SnapshotID, CloneID: v.CloneID,
@@ -109,10 +109,10 @@ func (a *Agent) apiVolume(v *csi.Volume) *api.CSIVolume {
 	out.ControllerPublish = string(v.ControllerPublish)
 	for _, c := range v.Claims {
 		out.Claims = append(out.Claims, apiClaim(c))
-		if c.Desired == csi.ClaimReleased {
+		if c.Desired == volumes.ClaimReleased {
 			continue
 		}
-		if c.Mode == csi.ClaimWrite {
+		if c.Mode == volumes.ClaimWrite {
 			out.CurrentWriters++
 		} else {
 			out.CurrentReaders++
@@ -123,13 +123,13 @@ func (a *Agent) apiVolume(v *csi.Volume) *api.CSIVolume {
 		out.ControllerRequired = p.ControllerRequired
 		out.ControllersHealthy, out.ControllersExpected = p.ControllersHealthy, p.ControllersExpected
 		out.NodesHealthy, out.NodesExpected = p.NodesHealthy, p.NodesExpected
-		out.Schedulable = v.State == csi.StateReady && v.Desired == csi.DesiredPresent && p.NodesHealthy > 0 &&
+		out.Schedulable = v.State == volumes.StateReady && v.Desired == volumes.DesiredPresent && p.NodesHealthy > 0 &&
 			(!p.ControllerRequired || p.ControllersHealthy > 0)
 	}
 	return out
 }
 
-func apiClaim(c *csi.Claim) *api.CSIVolumeClaim {
+func apiClaim(c *volumes.Claim) *api.CSIVolumeClaim {
 	return &api.CSIVolumeClaim{
 		AllocID: c.AllocID, JobID: c.JobID, TaskGroup: c.TaskGroup, Mode: string(c.Mode),
 		AccessMode: c.AccessMode, AttachmentMode: c.AttachmentMode,
@@ -140,7 +140,7 @@ func apiClaim(c *csi.Claim) *api.CSIVolumeClaim {
 	}
 }
 
-func apiTopologies(ts []*csi.Topology) []*api.CSITopology {
+func apiTopologies(ts []*volumes.Topology) []*api.CSITopology {
 	if len(ts) == 0 {
 		return nil
 	}
@@ -151,7 +151,7 @@ func apiTopologies(ts []*csi.Topology) []*api.CSITopology {
 	return out
 }
 
-func apiSnapshot(s *csi.Snapshot) *api.CSISnapshot {
+func apiSnapshot(s *volumes.Snapshot) *api.CSISnapshot {
 	out := &api.CSISnapshot{ID: s.ID, ExternalSourceVolumeID: s.SourceVolumeID, SourceVolumeID: s.SourceVolume,
 		PluginID: s.PluginID, Name: s.Name, SizeBytes: s.Size, IsReady: s.ReadyToUse}
 	if !s.CreateTime.IsZero() {

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/pluginhost/pluginhost/csi"
+	"github.com/pluginhost/pluginhost/csi/volumes"
 	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/nsexec"
@@ -51,17 +51,17 @@ func volumeAliases(g *jobspec.TaskGroup) []string {
 
 // claimRequests are the claims of allocation index of group, in
 // volumeAliases order.
-func claimRequests(job *jobspec.Job, g *jobspec.TaskGroup, allocID string, index int) []csi.ClaimRequest {
+func claimRequests(job *jobspec.Job, g *jobspec.TaskGroup, allocID string, index int) []volumes.ClaimRequest {
 	aliases := volumeAliases(g)
-	out := make([]csi.ClaimRequest, 0, len(aliases))
+	out := make([]volumes.ClaimRequest, 0, len(aliases))
 	for _, alias := range aliases {
 		vr := g.Volumes[alias]
-		r := csi.ClaimRequest{
+		r := volumes.ClaimRequest{
 			VolumeID: volumeSource(vr, index), AllocID: allocID, JobID: job.ID, TaskGroup: g.Name,
 			ReadOnly: vr.ReadOnly, AccessMode: vr.AccessMode, AttachmentMode: vr.AttachmentMode,
 		}
 		if mo := vr.MountOptions; mo != nil {
-			r.MountOptions = &csi.MountOptions{FSType: mo.FSType, MountFlags: slices.Clone(mo.MountFlags)}
+			r.MountOptions = &volumes.MountOptions{FSType: mo.FSType, MountFlags: slices.Clone(mo.MountFlags)}
 		}
 		out = append(out, r)
 	}
@@ -73,7 +73,7 @@ func claimRequests(job *jobspec.Job, g *jobspec.TaskGroup, allocID string, index
 // job's own allocations do not count: the new version replaces them (and
 // reconcileJob stops them first when they hold what it needs).
 func (a *Agent) checkClaims(job *jobspec.Job) error {
-	var reqs []csi.ClaimRequest
+	var reqs []volumes.ClaimRequest
 	for _, g := range job.TaskGroups {
 		for i := 0; i < g.Count; i++ {
 			reqs = append(reqs, claimRequests(job, g, fmt.Sprintf("(new %s[%d])", g.Name, i), i)...)
@@ -104,7 +104,7 @@ func (a *Agent) allocJob(allocID string) string {
 // sees them and the volume reconciler starts on them without a commit of
 // their own; the volume hook makes them again (idempotently), and is the
 // one that fails an allocation whose claim cannot be made.
-func (a *Agent) claimAllocs(tx *state.Tx, claims *csi.ClaimsTx, job *jobspec.Job, runners []*taskrunner.AllocRunner) error {
+func (a *Agent) claimAllocs(tx *state.Tx, claims *volumes.ClaimsTx, job *jobspec.Job, runners []*taskrunner.AllocRunner) error {
 	for _, ar := range runners {
 		snap := ar.State().Alloc
 		g := groupOf(job, snap.TaskGroup)
@@ -153,7 +153,7 @@ func (h volumeHook) Prerun(ctx context.Context, req *taskrunner.AllocHookRequest
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.a.cfg.CSI.VolumeMountTimeout)
 	defer cancel()
-	claims := map[string]*csi.Claim{} // by alias
+	claims := map[string]*volumes.Claim{} // by alias
 	for i, alias := range volumeAliases(req.Group) {
 		vid := reqs[i].VolumeID
 		if c, err := h.a.volumes.ClaimOf(vid, req.AllocID); err == nil && !c.Mounted() {
@@ -210,7 +210,7 @@ func (h volumeHook) Postrun(req *taskrunner.AllocHookRequest) {
 func holdsExclusiveVolume(job *jobspec.Job) bool {
 	for _, g := range job.TaskGroups {
 		for _, vr := range g.Volumes {
-			if !vr.ReadOnly && csi.OneWriter(vr.AccessMode) {
+			if !vr.ReadOnly && volumes.OneWriter(vr.AccessMode) {
 				return true
 			}
 		}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/pluginhost/pluginhost/csi"
+	"github.com/pluginhost/pluginhost/csi/volumes"
 	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/volumespec"
 )
@@ -17,15 +17,15 @@ import (
 
 // CreateVolume implements api.Backend.
 func (a *Agent) CreateVolume(ctx context.Context, req *api.CSIVolumeRegisterRequest) (*api.CSIVolumeRegisterResponse, error) {
-	return a.volumeRequest(req, csi.OriginCreated)
+	return a.volumeRequest(req, volumes.OriginCreated)
 }
 
 // RegisterVolume implements api.Backend.
 func (a *Agent) RegisterVolume(ctx context.Context, req *api.CSIVolumeRegisterRequest) (*api.CSIVolumeRegisterResponse, error) {
-	return a.volumeRequest(req, csi.OriginRegistered)
+	return a.volumeRequest(req, volumes.OriginRegistered)
 }
 
-func (a *Agent) volumeRequest(req *api.CSIVolumeRegisterRequest, origin csi.VolumeOrigin) (*api.CSIVolumeRegisterResponse, error) {
+func (a *Agent) volumeRequest(req *api.CSIVolumeRegisterRequest, origin volumes.VolumeOrigin) (*api.CSIVolumeRegisterResponse, error) {
 	spec, err := volumeSpec(req, origin)
 	if err != nil {
 		return nil, err
@@ -34,8 +34,8 @@ func (a *Agent) volumeRequest(req *api.CSIVolumeRegisterRequest, origin csi.Volu
 		return nil, &api.FieldError{Field: "ID", Err: fmt.Errorf("the file describes volume %q, the request is for %q", spec.ID, req.PathID)}
 	}
 	v := csiVolume(spec)
-	var rec *csi.Volume
-	if origin == csi.OriginCreated {
+	var rec *volumes.Volume
+	if origin == volumes.OriginCreated {
 		rec, err = a.volumes.Create(v)
 	} else {
 		rec, err = a.volumes.Register(v)
@@ -48,9 +48,9 @@ func (a *Agent) volumeRequest(req *api.CSIVolumeRegisterRequest, origin csi.Volu
 
 // volumeSpec parses a request's file, or decodes its JSON volume, and
 // validates it for the operation: one validator for both.
-func volumeSpec(req *api.CSIVolumeRegisterRequest, origin csi.VolumeOrigin) (*volumespec.Volume, error) {
+func volumeSpec(req *api.CSIVolumeRegisterRequest, origin volumes.VolumeOrigin) (*volumespec.Volume, error) {
 	op := volumespec.OpCreate
-	if origin == csi.OriginRegistered {
+	if origin == volumes.OriginRegistered {
 		op = volumespec.OpRegister
 	}
 	if req.Source != "" {
@@ -74,14 +74,14 @@ func volumeSpec(req *api.CSIVolumeRegisterRequest, origin csi.VolumeOrigin) (*vo
 
 // volumeError turns the volume manager's refusals into API errors.
 func volumeError(err error) error {
-	var re *csi.RequestError
-	var ce *csi.ClaimError
+	var re *volumes.RequestError
+	var ce *volumes.ClaimError
 	switch {
 	case errors.As(err, &re):
 		return &api.FieldError{Field: re.Field, Err: re.Err}
 	case errors.As(err, &ce):
 		return &api.FieldError{Field: ce.Field, Err: ce}
-	case errors.Is(err, csi.ErrVolumeNotFound):
+	case errors.Is(err, volumes.ErrVolumeNotFound):
 		// The caller names the volume; the store's path means nothing
 		// to a user.
 		return api.ErrNotFound
@@ -200,7 +200,7 @@ func (a *Agent) ListSnapshots(ctx context.Context, pluginID string) ([]*api.CSIS
 }
 
 // onVolumeChange publishes a volume's change on the event stream.
-func (a *Agent) onVolumeChange(v *csi.Volume, deleted bool) {
+func (a *Agent) onVolumeChange(v *volumes.Volume, deleted bool) {
 	typ, msg := "VolumeUpdated", v.StateDescription
 	if deleted {
 		typ, msg = "VolumeDeleted", fmt.Sprintf("volume %s forgotten (%s)", v.ID, v.Desired)

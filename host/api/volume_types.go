@@ -8,7 +8,7 @@ package api
 // volume in the payload: `volume create` follows its progress on them.
 const TopicVolume = "Volume"
 
-// Volume states, as csi.VolumeState.
+// Volume states, as volumes.VolumeState.
 const (
 	VolumeStatePending = "pending"
 	VolumeStateReady   = "ready"

@@ -10,6 +10,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/pluginhost/pluginhost/csi"
+	"github.com/pluginhost/pluginhost/csi/plugins"
 	"github.com/pluginhost/pluginhost/host/driver"
 )
 
@@ -56,10 +57,10 @@ func (c *csiChecker) ready(ctx context.Context) (*registration, error) {
 func (c *csiChecker) registration(info *csipb.GetPluginInfoResponse) *registration {
 	s := c.sv.s
 	return &registration{version: info.GetVendorVersion(), options: map[string]string{
-		"Provider":                    info.GetName(),
-		"ProviderVersion":             info.GetVendorVersion(),
-		csi.OptionMountDir:            s.mountDir,
-		csi.OptionStagePublishBaseDir: s.stageDir,
+		"Provider":                        info.GetName(),
+		"ProviderVersion":                 info.GetVendorVersion(),
+		plugins.OptionMountDir:            s.mountDir,
+		plugins.OptionStagePublishBaseDir: s.stageDir,
 	}}
 }
 

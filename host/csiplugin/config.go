@@ -52,7 +52,7 @@ type Config struct {
 
 	// Conns, if set, is lent each go_plugin task's go-plugin connection
 	// for as long as the supervision runs (the agent passes its
-	// csi.Manager, whose first fingerprint then needs no dial). Optional.
+	// plugins.Manager, whose first fingerprint then needs no dial). Optional.
 	Conns ConnLender
 	// RPCObserver, if set, is told about every Probe and GetPluginInfo
 	// the supervision makes (the agent's metrics).
@@ -64,7 +64,7 @@ type Config struct {
 }
 
 // ConnLender takes open connections to plugin sockets on loan; withdraw
-// ends the loan. *csi.Manager is one.
+// ends the loan. *plugins.Manager is one.
 type ConnLender interface {
 	Lend(socket string, conn grpc.ClientConnInterface) (withdraw func())
 }

@@ -10,7 +10,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/pluginhost/pluginhost/csi"
+	"github.com/pluginhost/pluginhost/csi/volumes"
 )
 
 // Concurrent volume writes share commits; every one lands, and a write
@@ -31,14 +31,14 @@ func TestBatchConcurrentPutVolume(t *testing.T) {
 				// A write that fails inside the transaction, after
 				// putting something that must not land.
 				errs[i] = db.batch(fmt.Sprintf("bad %d", i), func(tx *bbolt.Tx) error {
-					if err := putJSON(tx.Bucket([]byte(bucketVolumes)), []byte(fmt.Sprintf("bad-%02d", i)), &csi.Volume{ID: "x"}); err != nil {
+					if err := putJSON(tx.Bucket([]byte(bucketVolumes)), []byte(fmt.Sprintf("bad-%02d", i)), &volumes.Volume{ID: "x"}); err != nil {
 						return err
 					}
 					return errBad
 				})
 				return
 			}
-			errs[i] = db.PutVolume(&csi.Volume{ID: fmt.Sprintf("v-%02d", i), PluginID: "p"})
+			errs[i] = db.PutVolume(&volumes.Volume{ID: fmt.Sprintf("v-%02d", i), PluginID: "p"})
 		}()
 	}
 	wg.Wait()
@@ -82,7 +82,7 @@ func TestBatchLoneWriteIsNotDelayed(t *testing.T) {
 	db.batcher.window, db.batcher.minGap = 2*time.Second, 2*time.Second
 	start := time.Now()
 	for i := range 20 {
-		if err := db.PutVolume(&csi.Volume{ID: fmt.Sprintf("v-%d", i), PluginID: "p"}); err != nil {
+		if err := db.PutVolume(&volumes.Volume{ID: fmt.Sprintf("v-%d", i), PluginID: "p"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -92,7 +92,7 @@ func TestBatchLoneWriteIsNotDelayed(t *testing.T) {
 	if err := db.DeleteVolume("v-0"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Volume("v-0"); !errors.Is(err, csi.ErrVolumeNotFound) {
+	if _, err := db.Volume("v-0"); !errors.Is(err, volumes.ErrVolumeNotFound) {
 		t.Fatalf("deleted volume: %v", err)
 	}
 }
@@ -110,7 +110,7 @@ func BenchmarkPutVolume(b *testing.B) {
 			if writers == 1 {
 				for b.Loop() {
 					n++
-					if err := db.PutVolume(&csi.Volume{ID: fmt.Sprintf("v-%d", n%100), PluginID: "p"}); err != nil {
+					if err := db.PutVolume(&volumes.Volume{ID: fmt.Sprintf("v-%d", n%100), PluginID: "p"}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -122,7 +122,7 @@ func BenchmarkPutVolume(b *testing.B) {
 					n++
 					id := fmt.Sprintf("v-%d", n%100)
 					mu.Unlock()
-					if err := db.PutVolume(&csi.Volume{ID: id, PluginID: "p"}); err != nil {
+					if err := db.PutVolume(&volumes.Volume{ID: id, PluginID: "p"}); err != nil {
 						b.Error(err)
 						return
 					}
@@ -168,7 +168,7 @@ func TestBatchStreamGathers(t *testing.T) {
 	errs := make(chan error, maxGroup)
 	write := func(i int) {
 		defer wg.Done()
-		if err := db.PutVolume(&csi.Volume{ID: fmt.Sprintf("v-%02d", i), PluginID: "p"}); err != nil {
+		if err := db.PutVolume(&volumes.Volume{ID: fmt.Sprintf("v-%02d", i), PluginID: "p"}); err != nil {
 			errs <- err
 		}
 	}
@@ -233,7 +233,7 @@ func TestBatchGatherEndsWhenWritersStop(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := db.PutVolume(&csi.Volume{ID: fmt.Sprintf("v-%d", i), PluginID: "p"}); err != nil {
+			if err := db.PutVolume(&volumes.Volume{ID: fmt.Sprintf("v-%d", i), PluginID: "p"}); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -260,7 +260,7 @@ func TestBatchFullGroupDoesNotWait(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := db.PutVolume(&csi.Volume{ID: fmt.Sprintf("v-%02d", i), PluginID: "p"}); err != nil {
+			if err := db.PutVolume(&volumes.Volume{ID: fmt.Sprintf("v-%02d", i), PluginID: "p"}); err != nil {
 				t.Error(err)
 			}
 		}()

@@ -31,7 +31,7 @@
 //	allocs/<alloc id>/tasks/<task>/events/<seq>
 //	jobs/<job id>/job            Job: the version that should run, stop, purge
 //	jobs/<job id>/versions/<v>   JobVersion, the last MaxJobVersions
-//	volumes/<volume id>          csi.Volume as JSON, with its claims (package csi, "Volumes", "Claims")
+//	volumes/<volume id>          volumes.Volume as JSON, with its claims (package csi/volumes)
 //
 // A plugin key is (type, name, alloc ID) as three uvarint-length-prefixed
 // strings. The registry accepts any non-empty strings, so no separator is

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/pluginhost/pluginhost/csi"
+	"github.com/pluginhost/pluginhost/csi/volumes"
 )
 
 // Every write is reported once, inside the commit that carried it: a group
@@ -24,7 +24,7 @@ func TestCommitObserverCountsWrites(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			if err := db.PutVolume(&csi.Volume{ID: fmt.Sprintf("v-%02d", i), PluginID: "p"}); err != nil {
+			if err := db.PutVolume(&volumes.Volume{ID: fmt.Sprintf("v-%02d", i), PluginID: "p"}); err != nil {
 				t.Error(err)
 			}
 		})

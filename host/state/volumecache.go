@@ -9,7 +9,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/pluginhost/pluginhost/csi"
+	"github.com/pluginhost/pluginhost/csi/volumes"
 )
 
 // volumeCache keeps each volume's last decoded record with the bytes it was
@@ -47,13 +47,13 @@ const sweepEvery = 64
 
 type cachedVolume struct {
 	raw []byte
-	v   *csi.Volume
+	v   *volumes.Volume
 }
 
 // get returns volume id as stored in raw (the bucket's value, valid for the
 // read's transaction only), decoding it only when raw is new. A nil cache
 // decodes every time (a Tx made outside DB.Update).
-func (c *volumeCache) get(id string, raw []byte) (*csi.Volume, error) {
+func (c *volumeCache) get(id string, raw []byte) (*volumes.Volume, error) {
 	if c != nil {
 		c.mu.Lock()
 		e, ok := c.m[id]
@@ -62,7 +62,7 @@ func (c *volumeCache) get(id string, raw []byte) (*csi.Volume, error) {
 			return e.v.Clone(), nil
 		}
 	}
-	v := new(csi.Volume)
+	v := new(volumes.Volume)
 	if err := json.Unmarshal(raw, v); err != nil {
 		return nil, fmt.Errorf("%w: decode %q: %w", ErrCorrupt, id, err)
 	}
@@ -80,7 +80,7 @@ func (c *volumeCache) get(id string, raw []byte) (*csi.Volume, error) {
 // reading and the Local location; a decode carries neither).
 // TestVolumeCacheWriteEqualsDecode fills every field of a volume to check
 // that no other field differs.
-func (c *volumeCache) wrote(id string, raw []byte, v *csi.Volume) {
+func (c *volumeCache) wrote(id string, raw []byte, v *volumes.Volume) {
 	d := v.Clone()
 	d.CreateTime, d.ModifyTime = viaJSON(d.CreateTime), viaJSON(d.ModifyTime)
 	for _, cl := range d.Claims {
@@ -105,7 +105,7 @@ func viaJSON(t time.Time) time.Time {
 }
 
 // put caches raw (which the cache owns) as decoding to v (likewise).
-func (c *volumeCache) put(id string, raw []byte, v *csi.Volume) {
+func (c *volumeCache) put(id string, raw []byte, v *volumes.Volume) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
@@ -166,11 +166,11 @@ func (c *volumeCache) sweep(tx *bbolt.Tx) {
 
 // read reads volume id in tx, through the cache: the one reader of a
 // volume record, for DB.Volume and Tx.Volume.
-func (c *volumeCache) read(tx *bbolt.Tx, id string) (*csi.Volume, error) {
+func (c *volumeCache) read(tx *bbolt.Tx, id string) (*volumes.Volume, error) {
 	raw := tx.Bucket([]byte(bucketVolumes)).Get([]byte(id))
 	if raw == nil {
 		c.forget(id)
-		return nil, fmt.Errorf("volume %q: %w", id, csi.ErrVolumeNotFound)
+		return nil, fmt.Errorf("volume %q: %w", id, volumes.ErrVolumeNotFound)
 	}
 	v, err := c.get(id, raw)
 	switch {

@@ -11,7 +11,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/pluginhost/pluginhost/csi"
+	"github.com/pluginhost/pluginhost/csi/volumes"
 )
 
 // Reads through the decode cache see every write, whichever path made it
@@ -19,12 +19,12 @@ import (
 // out is the caller's own: changing it changes nothing stored or cached.
 func TestVolumeCacheFollowsWrites(t *testing.T) {
 	db := openTest(t, statePath(t), Options{})
-	v := &csi.Volume{ID: "v", PluginID: "p", Parameters: map[string]string{"a": "1"},
-		RequestedCapabilities: []*csi.VolumeCapability{{AccessMode: "single-node-writer", AttachmentMode: "file-system"}}}
+	v := &volumes.Volume{ID: "v", PluginID: "p", Parameters: map[string]string{"a": "1"},
+		RequestedCapabilities: []*volumes.VolumeCapability{{AccessMode: "single-node-writer", AttachmentMode: "file-system"}}}
 	if err := db.PutVolume(v); err != nil {
 		t.Fatal(err)
 	}
-	read := func() *csi.Volume {
+	read := func() *volumes.Volume {
 		t.Helper()
 		got, err := db.Volume("v")
 		if err != nil {
@@ -71,7 +71,7 @@ func TestVolumeCacheFollowsWrites(t *testing.T) {
 	if err := db.DeleteVolume("v"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Volume("v"); !errors.Is(err, csi.ErrVolumeNotFound) {
+	if _, err := db.Volume("v"); !errors.Is(err, volumes.ErrVolumeNotFound) {
 		t.Fatalf("read after delete: %v", err)
 	}
 }
@@ -84,16 +84,16 @@ func TestVolumeCacheForgetsDeleted(t *testing.T) {
 	db.bolt.NoSync = true // only the cache is tested
 	if err := db.Update(func(tx *Tx) error {
 		for i := range sweepEvery {
-			if err := tx.PutVolume(&csi.Volume{ID: fmt.Sprintf("other-%d", i), PluginID: "p"}); err != nil {
+			if err := tx.PutVolume(&volumes.Volume{ID: fmt.Sprintf("other-%d", i), PluginID: "p"}); err != nil {
 				return err
 			}
 		}
-		return tx.PutVolume(&csi.Volume{ID: "gone", PluginID: "p"})
+		return tx.PutVolume(&volumes.Volume{ID: "gone", PluginID: "p"})
 	}); err != nil {
 		t.Fatal(err)
 	}
 	// A write and a read are cached.
-	if err := db.PutVolume(&csi.Volume{ID: "kept", PluginID: "p"}); err != nil {
+	if err := db.PutVolume(&volumes.Volume{ID: "kept", PluginID: "p"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Volume("gone"); err != nil {
@@ -162,10 +162,10 @@ func TestVolumeCacheForgetsDeleted(t *testing.T) {
 // does not go through the cache), nil and empty kept apart.
 func TestVolumeCacheHitEqualsDecode(t *testing.T) {
 	db := openTest(t, statePath(t), Options{})
-	v := &csi.Volume{ID: "e", PluginID: "p", RequestedCapabilities: []*csi.VolumeCapability{}, Parameters: map[string]string{},
-		MountOptions: &csi.MountOptions{MountFlags: []string{}}, AccessibleTopology: []*csi.Topology{},
-		RequestedTopologies: &csi.TopologyRequest{Required: []*csi.Topology{}},
-		Claims:              []*csi.Claim{{AllocID: "a", MountOptions: &csi.MountOptions{MountFlags: []string{}}}}}
+	v := &volumes.Volume{ID: "e", PluginID: "p", RequestedCapabilities: []*volumes.VolumeCapability{}, Parameters: map[string]string{},
+		MountOptions: &volumes.MountOptions{MountFlags: []string{}}, AccessibleTopology: []*volumes.Topology{},
+		RequestedTopologies: &volumes.TopologyRequest{Required: []*volumes.Topology{}},
+		Claims:              []*volumes.Claim{{AllocID: "a", MountOptions: &volumes.MountOptions{MountFlags: []string{}}}}}
 	if err := db.PutVolume(v); err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestVolumeCacheHitEqualsDecode(t *testing.T) {
 // carry what JSON drops. The read after the write is a cache hit.
 func TestVolumeCacheWriteEqualsDecode(t *testing.T) {
 	db := openTest(t, statePath(t), Options{})
-	v := new(csi.Volume)
+	v := new(volumes.Volume)
 	fill(reflect.ValueOf(v).Elem())
 	v.ID = "v"
 	if err := db.PutVolume(v); err != nil {
@@ -200,7 +200,7 @@ func TestVolumeCacheWriteEqualsDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := new(csi.Volume)
+	want := new(volumes.Volume)
 	if err := json.Unmarshal(raw, want); err != nil {
 		t.Fatal(err)
 	}

@@ -6,19 +6,19 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/pluginhost/pluginhost/csi"
+	"github.com/pluginhost/pluginhost/csi/volumes"
 )
 
-// Volume layout: volumes/<volume id> holds a csi.Volume as JSON, the
+// Volume layout: volumes/<volume id> holds a volumes.Volume as JSON, the
 // volume reconciler's whole record (spec, the plugin's answers, the desired
 // state and the last attempt's outcome).
 const bucketVolumes = "volumes"
 
-var _ csi.VolumeStore = (*DB)(nil)
+var _ volumes.VolumeStore = (*DB)(nil)
 
 // checkVolume refuses what no volume record may be: nil, or an ID that is
 // not a valid key.
-func checkVolume(v *csi.Volume) error {
+func checkVolume(v *volumes.Volume) error {
 	if v == nil {
 		return fmt.Errorf("put volume: nil volume")
 	}
@@ -28,8 +28,8 @@ func checkVolume(v *csi.Volume) error {
 	return nil
 }
 
-// PutVolume implements csi.VolumeStore.
-func (db *DB) PutVolume(v *csi.Volume) error {
+// PutVolume implements volumes.VolumeStore.
+func (db *DB) PutVolume(v *volumes.Volume) error {
 	if err := checkVolume(v); err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (db *DB) PutVolume(v *csi.Volume) error {
 	return err
 }
 
-// DeleteVolume implements csi.VolumeStore.
+// DeleteVolume implements volumes.VolumeStore.
 func (db *DB) DeleteVolume(id string) error {
 	err := db.batch("delete volume "+id, func(tx *bbolt.Tx) error {
 		return deleteKey(tx.Bucket([]byte(bucketVolumes)), []byte(id))
@@ -71,9 +71,9 @@ func (db *DB) DeleteVolume(id string) error {
 	return nil
 }
 
-// Volume implements csi.VolumeStore.
-func (db *DB) Volume(id string) (*csi.Volume, error) {
-	var v *csi.Volume
+// Volume implements volumes.VolumeStore.
+func (db *DB) Volume(id string) (*volumes.Volume, error) {
+	var v *volumes.Volume
 	err := db.view("read volume "+id, func(tx *bbolt.Tx) error {
 		var err error
 		v, err = db.vols.read(tx, id)
@@ -85,9 +85,9 @@ func (db *DB) Volume(id string) (*csi.Volume, error) {
 	return v, nil
 }
 
-// Volumes implements csi.VolumeStore.
-func (db *DB) Volumes() ([]*csi.Volume, error) {
-	var out []*csi.Volume
+// Volumes implements volumes.VolumeStore.
+func (db *DB) Volumes() ([]*volumes.Volume, error) {
+	var out []*volumes.Volume
 	err := db.view("list volumes", func(tx *bbolt.Tx) error {
 		var err error
 		out, err = readVolumes(tx)
@@ -96,13 +96,13 @@ func (db *DB) Volumes() ([]*csi.Volume, error) {
 	return out, err
 }
 
-func readVolumes(tx *bbolt.Tx) ([]*csi.Volume, error) {
+func readVolumes(tx *bbolt.Tx) ([]*volumes.Volume, error) {
 	b := tx.Bucket([]byte(bucketVolumes))
 	if b == nil {
 		return nil, nil
 	}
-	var out []*csi.Volume
-	err := forEachJSON(b, func(k []byte, v *csi.Volume) error {
+	var out []*volumes.Volume
+	err := forEachJSON(b, func(k []byte, v *volumes.Volume) error {
 		if v.ID != string(k) {
 			return fmt.Errorf("%w: volume record %s holds volume %q", ErrCorrupt, k, v.ID)
 		}
@@ -112,15 +112,15 @@ func readVolumes(tx *bbolt.Tx) ([]*csi.Volume, error) {
 	return out, err
 }
 
-var _ csi.VolumeTx = (*Tx)(nil)
+var _ volumes.VolumeTx = (*Tx)(nil)
 
-// Volume implements csi.VolumeTx: a volume record as this transaction
+// Volume implements volumes.VolumeTx: a volume record as this transaction
 // sees it.
-func (t *Tx) Volume(id string) (*csi.Volume, error) { return t.vols.read(t.tx, id) }
+func (t *Tx) Volume(id string) (*volumes.Volume, error) { return t.vols.read(t.tx, id) }
 
-// PutVolume implements csi.VolumeTx: the record commits with the rest of
+// PutVolume implements volumes.VolumeTx: the record commits with the rest of
 // the transaction.
-func (t *Tx) PutVolume(v *csi.Volume) error {
+func (t *Tx) PutVolume(v *volumes.Volume) error {
 	if err := checkVolume(v); err != nil {
 		return err
 	}

@@ -188,22 +188,10 @@ func (q *Queue) AddAndWait(ctx context.Context, key string) error {
 	// caller's write, so only the one after it counts.
 	want := st.started + 1
 	q.addLocked(key)
-	for st.passes < want {
-		if q.closed {
-			q.mu.Unlock()
-			return fmt.Errorf("reconcile %s: queue stopped", key)
-		}
-		w := make(chan struct{})
-		st.waiters = append(st.waiters, w)
-		q.mu.Unlock()
-		select {
-		case <-w:
-		case <-ctx.Done():
-			return fmt.Errorf("reconcile %s: %w", key, ctx.Err())
-		}
-		q.mu.Lock()
+	err := q.waitLocked(ctx, key, func() bool { return st.passes >= want })
+	if err == nil {
+		err = st.lastPassErr
 	}
-	err := st.lastPassErr
 	q.mu.Unlock()
 	return err
 }
@@ -215,21 +203,9 @@ func (q *Queue) AddAndWait(ctx context.Context, key string) error {
 // reconciler may be calling its plugin.
 func (q *Queue) Exclusive(ctx context.Context, key string, fn func() error) error {
 	q.mu.Lock()
-	for q.running[key] {
-		if q.closed {
-			q.mu.Unlock()
-			return fmt.Errorf("reconcile %s: queue stopped", key)
-		}
-		st := q.statusLocked(key)
-		w := make(chan struct{})
-		st.waiters = append(st.waiters, w)
+	if err := q.waitLocked(ctx, key, func() bool { return !q.running[key] }); err != nil {
 		q.mu.Unlock()
-		select {
-		case <-w:
-		case <-ctx.Done():
-			return fmt.Errorf("reconcile %s: %w", key, ctx.Err())
-		}
-		q.mu.Lock()
+		return err
 	}
 	q.running[key] = true
 	q.mu.Unlock()
@@ -289,6 +265,33 @@ func (q *Queue) forgetLocked(key string) {
 	if st := q.status[key]; st != nil && len(st.waiters) == 0 {
 		delete(q.status, key)
 	}
+}
+
+// waitLocked waits until done holds, checking it whenever a pass over key
+// or an Exclusive fn on it ends; it fails when the queue stops or ctx ends
+// first. q.mu is held on entry and on return, whatever the outcome; done is
+// called with it held.
+func (q *Queue) waitLocked(ctx context.Context, key string, done func() bool) error {
+	for !done() {
+		if q.closed {
+			return fmt.Errorf("reconcile %s: queue stopped", key)
+		}
+		w := make(chan struct{})
+		st := q.statusLocked(key)
+		st.waiters = append(st.waiters, w)
+		q.mu.Unlock()
+		var err error
+		select {
+		case <-w:
+		case <-ctx.Done():
+			err = fmt.Errorf("reconcile %s: %w", key, ctx.Err())
+		}
+		q.mu.Lock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (q *Queue) statusLocked(key string) *keyStatus {
