@@ -138,7 +138,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
-	if c.LogLevel != "info" || c.LogJSON || c.Datacenter != "dc1" || c.NodeName != host || c.DevMode {
+	if c.LogLevel != "info" || c.LogJSON || c.Datacenter != "dc1" || c.NodeName != host || c.DevMode || c.EnableDebug {
 		t.Errorf("defaults: %+v", c)
 	}
 	if c.CSI.FingerprintInterval != 30*time.Second || c.CSI.ProbeTimeout != DefaultProbeTimeout {

@@ -105,7 +105,9 @@ func parse(src []byte, filename, baseDir string) (*Config, error) {
 
 func decode(d *hclstrict.Decoder, body hcl.Body, filename, baseDir string) *Config {
 	c := Dev()
+	// Dev's own choices are not a config file's defaults.
 	c.DevMode = false
+	c.EnableDebug = false
 	content := d.Content(body, rootSchema)
 	a := content.Attributes
 
