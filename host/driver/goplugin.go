@@ -81,7 +81,7 @@ type CSIIdentity struct {
 // go-plugin with the sdk's handshake but serves no CSI, so its job lacks
 // the plugin block that says what else it is. Without it, the job author
 // saw only "unknown service csi.v1.Identity".
-const notCSIHint = `The binary does not serve CSI. A go_plugin task without a plugin block must be an sdk CSI plugin (sdk.Config with Identity).
+const notCSIHint = `The binary does not serve CSI. A go_plugin task without a plugin block must be an sdk CSI plugin (sdk.Config with CSI).
 For a plugin of another type (sdk.Config with Types, or any go-plugin gRPC binary), say what it provides in the task's config:
 
     config {

@@ -228,7 +228,7 @@ func GoPluginNote(t *Task) string {
 	if p == nil {
 		// Nothing in the file says what the binary is, and a plugin of
 		// another type passes every check here only to fail its launch.
-		what := "an sdk CSI plugin (sdk.Config with Identity)"
+		what := "an sdk CSI plugin (sdk.Config with CSI)"
 		if t.CSIPluginConfig == nil {
 			what += ", supervised as a task without registering a plugin, since it has no csi_plugin block"
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/pluginhost/pluginhost/sdk"
 	"github.com/pluginhost/pluginhost/sdk/internal/testbins"
 	"github.com/pluginhost/pluginhost/sdk/internal/testcsi"
+	"github.com/pluginhost/pluginhost/sdk/sdkcsi"
 	"github.com/pluginhost/pluginhost/sdk/sdktest"
 )
 
@@ -60,7 +61,7 @@ func TestStartSubprocess(t *testing.T) {
 
 func TestStartInProcess(t *testing.T) {
 	id := &testcsi.Identity{}
-	p := sdktest.StartInProcess(t, sdk.Config{Name: "inproc", Identity: id})
+	p := sdktest.StartInProcess(t, sdk.Config{Name: "inproc", CSI: sdkcsi.Services{Identity: id}})
 	ctx := ctxT(t)
 	for range 2 {
 		if _, err := p.Identity.Probe(ctx, &csi.ProbeRequest{}); err != nil {
@@ -152,7 +153,7 @@ func TestInProcessCleanupStopsServing(t *testing.T) {
 	f := &fakeTB{TB: t}
 	var sock string
 	f.run(func(tb testing.TB) {
-		p := sdktest.StartInProcess(tb, sdk.Config{Identity: &testcsi.Identity{}})
+		p := sdktest.StartInProcess(tb, sdk.Config{CSI: sdkcsi.Services{Identity: &testcsi.Identity{}}})
 		sock = p.SocketPath
 		tb.Fatalf("fail")
 	})
