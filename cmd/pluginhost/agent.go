@@ -35,6 +35,12 @@ Usage: pluginhost agent [-config FILE | -dev]
   the agent; plugins keep running and are adopted by the next agent.
   'pluginhost job stop' stops a job's tasks.
 
+  Without addr in its config the agent listens on the default address,
+  where the CLI and the Go client look: $XDG_RUNTIME_DIR/pluginhost/api.sock
+  (root: /run/pluginhost/api.sock; without XDG_RUNTIME_DIR:
+  /tmp/pluginhost-<uid>/api.sock). A second agent of the same user must
+  set addr; without it, it refuses to start.
+
   On a loopback TCP addr every API request needs a token (X-Nomad-Token);
   the agent generates one at its first start and leaves it, 0600, for the
   user it runs as in ~/.config/pluginhost/tokens/<addr>, so that user's
@@ -48,7 +54,7 @@ Options:
 
   -dev
     Run with a temporary data dir and debug logging, listening on the
-    CLI's default address, with the demo job (mockcsi) running. On exit a
+    default address, with the demo job (mockcsi) running. On exit a
     dev agent stops its jobs and deletes its data dir.
 `)
 }
