@@ -69,9 +69,12 @@ func defaultSocketPath(getenv func(string) string, euid int) (string, error) {
 }
 
 // PrepareDefaultSocketDir creates the default socket's directory, 0700, and
-// checks that it is a directory of the caller's that nobody else may enter:
-// the socket's mode is the API's authentication, and whoever may write to
-// its directory could put a socket of their own in its place.
+// checks that it is a directory of the caller's that nobody else may write
+// to: the socket's mode is the API's authentication, and whoever may write
+// to its directory could put a socket of their own in its place. Search
+// permission is harmless (the socket is 0600) and is allowed: root's
+// /run/pluginhost is also the plugin socket root, which the agent makes
+// 0711 for tasks with a user of their own.
 func PrepareDefaultSocketDir() (string, error) {
 	p, err := DefaultSocketPath()
 	if err != nil {
@@ -88,7 +91,7 @@ func PrepareDefaultSocketDir() (string, error) {
 }
 
 // checkPrivateDir: dir is a real directory (not a symlink) owned by uid
-// with no permission for group or others.
+// that neither its group nor others may write to.
 func checkPrivateDir(dir string, uid int) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
@@ -104,8 +107,8 @@ func checkPrivateDir(dir string, uid int) error {
 	if int(st.Uid) != uid {
 		return fmt.Errorf("default API socket directory %s belongs to uid %d, not to uid %d: someone else made it; remove it, or set addr", dir, st.Uid, uid)
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("default API socket directory %s has mode %04o: others could replace the socket; chmod 0700 it, or set addr", dir, fi.Mode().Perm())
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("default API socket directory %s has mode %04o: others may write to it and replace the socket; chmod go-w it, or set addr", dir, fi.Mode().Perm())
 	}
 	return nil
 }
