@@ -49,11 +49,20 @@ func TestPluginInit(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The skeleton's test builds its binary with sdktest.Build, into a
+	// directory of the temporary dir named after the module's directory,
+	// which is new at every run: give it a temporary dir that goes with
+	// this test. Short, as plugin sockets are made there too.
+	tmp, err := os.MkdirTemp("", "pi-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
 	goCmd := func(args ...string) {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, "go", args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off")
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "TMPDIR="+tmp)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
