@@ -121,7 +121,7 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 	// untouched. NewServer checks again, under the socket's lock.
 	if isDefault {
 		if err := api.CheckAddrFree(addr); err != nil {
-			ui.Error(defaultAddrInUse(addr, cfg.DataDir, err))
+			ui.Error(defaultAddrInUse(addr, cfg, err))
 			return 1
 		}
 	}
@@ -157,7 +157,7 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 	if err != nil {
 		agent.Close()
 		if isDefault && errors.Is(err, api.ErrAddrInUse) {
-			ui.Error(defaultAddrInUse(addr, cfg.DataDir, err))
+			ui.Error(defaultAddrInUse(addr, cfg, err))
 		} else {
 			ui.Error(err.Error())
 		}
@@ -234,10 +234,14 @@ func listenAddr(cfg *config.Config) (addr string, isDefault bool, err error) {
 }
 
 // defaultAddrInUse tells a second agent of the same user what to do.
-func defaultAddrInUse(addr, dataDir string, err error) string {
-	return fmt.Sprintf("pluginhost: another agent already listens on the default address %s (%v).\n"+
-		"Give this agent an address of its own: set addr in its config, e.g. addr = %q,"+
-		" and reach it with -address or %s.", addr, err, "unix://"+filepath.Join(dataDir, "api.sock"), api.EnvAddr)
+func defaultAddrInUse(addr string, cfg *config.Config, err error) string {
+	msg := fmt.Sprintf("pluginhost: another agent already listens on the default address %s (%v).\n", addr, err)
+	if cfg.DevMode {
+		// -dev has no config to put addr in.
+		return msg + "A dev agent always takes the default address: stop the other agent, or run this one with -config and an addr of its own."
+	}
+	return msg + fmt.Sprintf("Give this agent an address of its own: set addr in its config, e.g. addr = %q, and reach it with -address or %s.",
+		"unix://"+filepath.Join(cfg.DataDir, "api.sock"), api.EnvAddr)
 }
 
 // devConfig is -dev: a temporary data dir with the demo job in it.
