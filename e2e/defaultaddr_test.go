@@ -84,8 +84,14 @@ func TestDefaultAddress(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(secondData, "state.db")); err == nil {
 		t.Error("the refused agent opened its data dir")
 	}
+	// agent -dev has no config to set addr in: it is told so.
+	dev := exec.CommandContext(ctx, e.bin, "agent", "-dev")
+	dev.Env = append(userEnv(home), "XDG_RUNTIME_DIR="+rt)
+	if out, err := dev.CombinedOutput(); err == nil || !strings.Contains(string(out), "A dev agent always takes the default address") {
+		t.Errorf("second agent -dev: %v\n%s", err, out)
+	}
 	if _, err := a.client.Self(ctx); err != nil {
-		t.Errorf("the first agent's API after the refusal: %v", err)
+		t.Errorf("the first agent's API after the refusals: %v", err)
 	}
 
 	// kill -9 leaves the socket file behind; the next agent replaces it.
