@@ -20,7 +20,8 @@ build:
 		github.com/hashicorp/go-plugin/examples/grpc/plugin-go-netrpc
 
 # Regenerates the gRPC code of plugins/kv from its .proto (the generated
-# files are committed; this is not part of `make test`). buf compiles the
+# files are committed; this is not part of `make test`), and checks the
+# code `pluginhost plugin init` writes against buf's. buf compiles the
 # .proto in pure Go, so no protoc is needed; all three tools are Go modules
 # at pinned versions, installed into bin/.
 BUF_VERSION                ?= v1.75.0
@@ -33,6 +34,14 @@ generate:
 	GOBIN=$(BIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	GOBIN=$(BIN) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 	cd plugins/kv && PATH="$(BIN):$$PATH" buf generate
+	# `pluginhost plugin init` writes generated code from templates (so
+	# that neither it nor `make test` runs buf): it must be byte for byte
+	# what buf makes from the skeleton's own .proto.
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(GO) run ./cmd/pluginhost plugin init -dir "$$tmp/init" -module example.com/skel skel >/dev/null && \
+	cp -r "$$tmp/init" "$$tmp/buf" && rm "$$tmp"/buf/skelpb/*.go && \
+	(cd "$$tmp/buf" && PATH="$(BIN):$$PATH" buf generate) && \
+	diff -r "$$tmp/init/skelpb" "$$tmp/buf/skelpb" && echo "plugin init: generated code matches buf's"
 
 run: build
 	PATH="$(BIN):$$PATH" $(BIN)/pluginhost agent -dev

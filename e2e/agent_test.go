@@ -36,6 +36,10 @@ type env struct {
 	// test's, so that what a test leaves behind is its own.
 	cgroupParent string
 
+	// extraEnv is appended to every agent's environment (later values
+	// win), e.g. an XDG_RUNTIME_DIR of the test's own.
+	extraEnv []string
+
 	mu     sync.Mutex
 	agents []*agentProc
 }
@@ -153,7 +157,7 @@ func (e *env) launch() (a *agentProc, started <-chan struct{}) {
 	e.t.Helper()
 	cmd := exec.Command(e.bin, "agent", "-config", e.cfgPath)
 	cmd.Dir = e.root
-	cmd.Env = append(os.Environ(), api.EnvAddr+"="+e.addr())
+	cmd.Env = append(append(os.Environ(), api.EnvAddr+"="+e.addr()), e.extraEnv...)
 	a = &agentProc{t: e.t, cmd: cmd, exited: make(chan struct{})}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

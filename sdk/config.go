@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/container-storage-interface/spec/lib/go/csi"
 	hclog "github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
 )
@@ -17,14 +16,17 @@ import (
 const DefaultStopTimeout = 10 * time.Second
 
 // Config describes a plugin: its CSI services and anything else it serves.
-// A CSI plugin sets Identity; a plugin of any other type leaves the CSI
-// fields nil, names its types in Types and adds its services in Register.
-// A binary may be both.
+// A CSI plugin sets CSI (sdkcsi.Services); a plugin of any other type leaves
+// it nil, names its types in Types and adds its services in Register. A
+// binary may be both.
 type Config struct {
-	Name       string               // plugin name, for logs
-	Identity   csi.IdentityServer   // required for a CSI plugin
-	Controller csi.ControllerServer // optional, needs Identity
-	Node       csi.NodeServer       // optional, needs Identity
+	Name string // plugin name, for logs
+
+	// CSI are a CSI plugin's services: sdkcsi.Services{Identity,
+	// Controller, Node}. An interface, implemented in sdk/sdkcsi, so that
+	// this package does not import the CSI spec and a plugin of another
+	// type does not link it.
+	CSI CSIServices
 
 	// Types are the plugin types, other than CSI, that this binary
 	// provides (for example "kv"). Each becomes a plugin of that name in
@@ -68,6 +70,14 @@ type Config struct {
 	ServerOptions []grpc.ServerOption
 }
 
+// CSIServices are a CSI plugin's services, as sdkcsi.Services holds them.
+type CSIServices interface {
+	// CheckCSI refuses services a CSI plugin cannot serve (no Identity).
+	CheckCSI() error
+	// RegisterCSI puts the services on the plugin's gRPC server.
+	RegisterCSI(*grpc.Server)
+}
+
 // withDefaults validates c and returns a copy with every default applied, so
 // the serving code never re-derives one.
 func (c Config) withDefaults() (Config, error) {
@@ -89,12 +99,12 @@ func (c Config) withDefaults() (Config, error) {
 // checkServices refuses a Config that serves nothing a host could use, or
 // whose Types could not be told apart.
 func (c Config) checkServices() error {
-	if c.Identity == nil {
-		if c.Controller != nil || c.Node != nil {
-			return errors.New("sdk: Config.Controller and Config.Node need Config.Identity (a CSI plugin serves Identity)")
-		}
-		if len(c.Types) == 0 {
-			return errors.New("sdk: Config needs Identity (a CSI plugin) or Types (the plugin types it provides)")
+	if c.CSI == nil && len(c.Types) == 0 {
+		return errors.New("sdk: Config needs CSI (a CSI plugin: sdkcsi.Services) or Types (the plugin types it provides)")
+	}
+	if c.CSI != nil {
+		if err := c.CSI.CheckCSI(); err != nil {
+			return err
 		}
 	}
 	seen := map[string]bool{}
@@ -103,7 +113,7 @@ func (c Config) checkServices() error {
 		case t == "":
 			return fmt.Errorf("sdk: Config.Types[%d] is empty", i)
 		case t == PluginCSI:
-			return fmt.Errorf("sdk: Config.Types[%d] is %q: a CSI plugin sets Config.Identity instead", i, t)
+			return fmt.Errorf("sdk: Config.Types[%d] is %q: a CSI plugin sets Config.CSI instead", i, t)
 		case seen[t]:
 			return fmt.Errorf("sdk: Config.Types[%d]: %q is listed twice", i, t)
 		}
@@ -116,14 +126,8 @@ func (c Config) checkServices() error {
 // plugin answers the same services on pluginhost's socket and on its
 // standalone CSI endpoint.
 func (c Config) registerServices(s *grpc.Server) {
-	if c.Identity != nil {
-		csi.RegisterIdentityServer(s, c.Identity)
-	}
-	if c.Controller != nil {
-		csi.RegisterControllerServer(s, c.Controller)
-	}
-	if c.Node != nil {
-		csi.RegisterNodeServer(s, c.Node)
+	if c.CSI != nil {
+		c.CSI.RegisterCSI(s)
 	}
 	if c.Register != nil {
 		c.Register(s)

@@ -8,11 +8,12 @@
 //     is an ordinary CSI driver listening on --endpoint or $CSI_ENDPOINT.
 //
 // The author of a CSI plugin writes csi.IdentityServer (and optionally
-// Controller/Node servers), fills a Config and calls Main; nothing in the
+// Controller/Node servers), puts them in Config.CSI as sdkcsi.Services, and
+// calls Main; nothing in the
 // plugin depends on which mode it runs in. sdk/sdktest starts a plugin for
 // tests in either mode.
 //
-// A plugin of another type leaves the CSI fields nil, names the types it
+// A plugin of another type leaves Config.CSI nil, names the types it
 // provides in Config.Types and registers its gRPC services in
 // Config.Register; it gets the same two modes, signal handling, stdio and
 // log file. Each type is an entry of its go-plugin plugin set (a ConnPlugin,
@@ -138,6 +139,8 @@
 //     and Node when set, Register's services, grpc.health.v1.Health ("plugin" is
 //     SERVING) and gRPC reflection.
 //   - sdk never imports host; host imports sdk only for this contract.
+//   - sdk never imports the CSI spec: the CSI services live in sdk/sdkcsi,
+//     so a plugin of another type does not link it (TestNonCSIPluginDeps).
 //   - The only process-wide state Serve touches is what a plugin process owns
 //     anyway: signal dispositions, os.Stdout/os.Stderr in plugin mode, and the
 //     two go-plugin variables above. ServeStandalone touches none of it, so it

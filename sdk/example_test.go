@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/pluginhost/pluginhost/sdk"
+	"github.com/pluginhost/pluginhost/sdk/sdkcsi"
 )
 
 // helloIdentity is the smallest useful CSI plugin: it only says who it is.
@@ -34,7 +35,7 @@ func ExampleMain() {
 
 	sdk.Main(sdk.Config{
 		Name:     "hello",
-		Identity: helloIdentity{},
+		CSI:      sdkcsi.Services{Identity: helloIdentity{}},
 		Endpoint: *endpoint,
 	})
 }
@@ -56,7 +57,7 @@ func Example() {
 	go func() {
 		done <- sdk.ServeStandalone(ctx, sdk.Config{
 			Name:     "hello",
-			Identity: helloIdentity{},
+			CSI:      sdkcsi.Services{Identity: helloIdentity{}},
 			Endpoint: "unix://" + sock,
 			Logger:   hclog.NewNullLogger(),
 		})

@@ -123,7 +123,7 @@ func pluginVersions(cfg *Config) map[int]plugin.PluginSet {
 	var once sync.Once
 	register := func(s *grpc.Server) { once.Do(func() { cfg.registerServices(s) }) }
 	set := plugin.PluginSet{}
-	if cfg.Identity != nil {
+	if cfg.CSI != nil {
 		set[PluginCSI] = &CSIPlugin{register: register}
 	}
 	for _, t := range cfg.Types {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pluginhost/pluginhost/sdk"
 	"github.com/pluginhost/pluginhost/sdk/internal/testcsi"
+	"github.com/pluginhost/pluginhost/sdk/sdkcsi"
 )
 
 // standalone runs testplugin without the cookie and follows its stderr.
@@ -209,7 +210,7 @@ func TestStandaloneRefusesBadEndpoints(t *testing.T) {
 
 func TestServeRejectsConfigWithoutIdentity(t *testing.T) {
 	err := sdk.ServeStandalone(context.Background(), sdk.Config{Name: "x", Endpoint: "/tmp/unused.sock"})
-	if err == nil || !strings.Contains(err.Error(), "needs Identity (a CSI plugin) or Types") {
+	if err == nil || !strings.Contains(err.Error(), "needs CSI (a CSI plugin: sdkcsi.Services) or Types") {
 		t.Fatalf("err = %v", err)
 	}
 	err = sdk.ServeContext(context.Background(), sdk.Config{})
@@ -225,9 +226,9 @@ func TestConfigTypes(t *testing.T) {
 		cfg  sdk.Config
 		want string
 	}{
-		"node without identity": {sdk.Config{Types: []string{"kv"}, Node: &csi.UnimplementedNodeServer{}}, "need Config.Identity"},
+		"node without identity": {sdk.Config{Types: []string{"kv"}, CSI: sdkcsi.Services{Node: &csi.UnimplementedNodeServer{}}}, "needs Identity"},
 		"empty type":            {sdk.Config{Types: []string{""}}, "Types[0] is empty"},
-		"csi as a type":         {sdk.Config{Types: []string{"csi"}}, "sets Config.Identity instead"},
+		"csi as a type":         {sdk.Config{Types: []string{"csi"}}, "sets Config.CSI instead"},
 		"duplicate":             {sdk.Config{Types: []string{"kv", "kv"}}, "listed twice"},
 	} {
 		t.Run(name, func(t *testing.T) {

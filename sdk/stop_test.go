@@ -17,6 +17,7 @@ import (
 
 	"github.com/pluginhost/pluginhost/sdk"
 	"github.com/pluginhost/pluginhost/sdk/internal/testcsi"
+	"github.com/pluginhost/pluginhost/sdk/sdkcsi"
 	"github.com/pluginhost/pluginhost/sdk/sdktest"
 )
 
@@ -54,7 +55,7 @@ func serveSlow(t *testing.T, stopTimeout time.Duration) *stoppable {
 	done := make(chan error, 1)
 	go func() {
 		done <- sdk.ServeStandalone(ctx, sdk.Config{
-			Identity:    &testcsi.Identity{},
+			CSI:         sdkcsi.Services{Identity: &testcsi.Identity{}},
 			Register:    func(s *grpc.Server) { testpb.RegisterTestServiceServer(s, slow) },
 			Endpoint:    sock,
 			Logger:      hclog.NewNullLogger(),

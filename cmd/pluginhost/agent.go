@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,6 +35,12 @@ Usage: pluginhost agent [-config FILE | -dev]
   the agent; plugins keep running and are adopted by the next agent.
   'pluginhost job stop' stops a job's tasks.
 
+  Without addr in its config the agent listens on the default address,
+  where the CLI and the Go client look: $XDG_RUNTIME_DIR/pluginhost/api.sock
+  (root: /run/pluginhost/api.sock; without XDG_RUNTIME_DIR:
+  /tmp/pluginhost-<uid>/api.sock). A second agent of the same user must
+  set addr; without it, it refuses to start.
+
   On a loopback TCP addr every API request needs a token (X-Nomad-Token);
   the agent generates one at its first start and leaves it, 0600, for the
   user it runs as in ~/.config/pluginhost/tokens/<addr>, so that user's
@@ -47,7 +54,7 @@ Options:
 
   -dev
     Run with a temporary data dir and debug logging, listening on the
-    CLI's default address, with the demo job (mockcsi) running. On exit a
+    default address, with the demo job (mockcsi) running. On exit a
     dev agent stops its jobs and deletes its data dir.
 `)
 }
@@ -104,10 +111,19 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 		JSONFormat: cfg.LogJSON,
 		Output:     os.Stderr,
 	})
-	addr, err := listenAddr(cfg, dev)
+	addr, isDefault, err := listenAddr(cfg)
 	if err != nil {
 		ui.Error(err.Error())
 		return 1
+	}
+	// A second agent of this user would take the first one's default
+	// address: say so before opening the data dir, which then stays
+	// untouched. NewServer checks again, under the socket's lock.
+	if isDefault {
+		if err := api.CheckAddrFree(addr); err != nil {
+			ui.Error(defaultAddrInUse(addr, cfg, err))
+			return 1
+		}
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -140,7 +156,11 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 	})
 	if err != nil {
 		agent.Close()
-		ui.Error(err.Error())
+		if isDefault && errors.Is(err, api.ErrAddrInUse) {
+			ui.Error(defaultAddrInUse(addr, cfg, err))
+		} else {
+			ui.Error(err.Error())
+		}
 		return 1
 	}
 	agent.SetAddr(srv.Addr())
@@ -157,7 +177,11 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 		}()
 	}
 	ui.Output(fmt.Sprintf("==> pluginhost agent started. Data dir: %s", cfg.DataDir))
-	ui.Output(fmt.Sprintf("    API: export PLUGINHOST_ADDR=%s", srv.Addr()))
+	if isDefault {
+		ui.Output(fmt.Sprintf("    API: %s (the default address: this user's CLI needs no %s)", srv.Addr(), api.EnvAddr))
+	} else {
+		ui.Output(fmt.Sprintf("    API: export %s=%s", api.EnvAddr, srv.Addr()))
+	}
 	if tokenFile != "" {
 		ui.Output(fmt.Sprintf("    Token: this user's CLI reads it from %s; others need -token or %s (pluginhost operator token)", tokenFile, api.EnvToken))
 	}
@@ -189,19 +213,35 @@ func publishToken(tokens *api.Tokens, addr string) (string, error) {
 	return path, nil
 }
 
-// listenAddr is where the HTTP API listens, as api.ParseAddr reads it.
-func listenAddr(cfg *config.Config, dev bool) (string, error) {
-	if dev && cfg.Addr == "" {
-		return api.DefaultAddr, nil
-	}
+// listenAddr is where the HTTP API listens, as api.ParseAddr reads it, and
+// whether that is the default address (no addr in the config, or -dev).
+func listenAddr(cfg *config.Config) (addr string, isDefault bool, err error) {
 	network, address, err := cfg.APIListenAddr()
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	if network == "unix" {
-		return "unix://" + address, nil
+	switch network {
+	case "":
+		p, err := api.PrepareDefaultSocketDir()
+		if err != nil {
+			return "", true, fmt.Errorf("api address: %w", err)
+		}
+		return "unix://" + p, true, nil
+	case "unix":
+		return "unix://" + address, false, nil
 	}
-	return address, nil
+	return address, false, nil
+}
+
+// defaultAddrInUse tells a second agent of the same user what to do.
+func defaultAddrInUse(addr string, cfg *config.Config, err error) string {
+	msg := fmt.Sprintf("pluginhost: another agent already listens on the default address %s (%v).\n", addr, err)
+	if cfg.DevMode {
+		// -dev has no config to put addr in.
+		return msg + "A dev agent always takes the default address: stop the other agent, or run this one with -config and an addr of its own."
+	}
+	return msg + fmt.Sprintf("Give this agent an address of its own: set addr in its config, e.g. addr = %q, and reach it with -address or %s.",
+		"unix://"+filepath.Join(cfg.DataDir, "api.sock"), api.EnvAddr)
 }
 
 // devConfig is -dev: a temporary data dir with the demo job in it.

@@ -103,6 +103,7 @@ func (m *Meta) completions() map[string]completion {
 		"alloc status":           {allocs, read},
 		"alloc logs":             {allocs, append(agent, "-stderr", "-f")},
 		"plugin status":          {plugins, read},
+		"plugin init":            {complete.PredictNothing, []string{"-module", "-dir"}},
 		"volume init":            {complete.PredictNothing, []string{"-json"}},
 		"volume create":          {specs, append(agent, "-detach")},
 		"volume register":        {specs, append(agent, "-detach")},

@@ -18,7 +18,8 @@
 //     formatKV; empty values print as <none>, missing times as N/A. IDs are
 //     shortened to 8 characters unless -verbose.
 //   - The agent is found at -address, else $PLUGINHOST_ADDR, else
-//     api.DefaultAddr (unix:///tmp/pluginhost/pluginhost.sock).
+//     api.DefaultAddr (a per-user socket, where an agent without addr
+//     listens).
 //   - Exit codes: 0 success, 1 error (bad usage, agent unreachable, API
 //     error), 2 from `job run` when an allocation failed.
 //   - Nothing polls. `job run` subscribes to the event stream before it

@@ -175,6 +175,23 @@ func TestJobValidate(t *testing.T) {
   }
 }
 `), 0o600)
+	// A go_plugin task without a plugin block: a note says what its
+	// binary must be, and what a plugin of another type needs instead.
+	gp := filepath.Join(t.TempDir(), "gp.hcl")
+	os.WriteFile(gp, []byte(`job "kv" {
+  group "g" {
+    task "kv" {
+      driver = "go_plugin"
+      config { command = "/usr/local/bin/kv" }
+    }
+  }
+}
+`), 0o600)
+	r = runCLI(t, ctx, "", "job", "validate", gp)
+	if r.code != 0 || !strings.Contains(r.stdout, `Note: group "g": task "kv": without a plugin block in its config, the go_plugin binary must be an sdk CSI plugin`) ||
+		!strings.Contains(r.stdout, `plugin { type = "..." name = "..." }`) {
+		t.Errorf("validate of a go_plugin task without plugin block: %+v", r)
+	}
 	r = runCLI(t, ctx, "", "job", "validate", vol)
 	if r.code != 0 || !strings.Contains(r.stdout, `Note: group "g" task "t": volume "data" is bind-mounted at /srv/data in a mount namespace of the task's own`) {
 		t.Errorf("validate of a job with a volume_mount does not say how it is mounted: %+v", r)

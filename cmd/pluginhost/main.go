@@ -142,6 +142,7 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"alloc logs":             func() (cli.Command, error) { return &AllocLogsCommand{Meta: m}, nil },
 		"plugin":                 func() (cli.Command, error) { return &PluginCommand{Meta: m}, nil },
 		"plugin status":          func() (cli.Command, error) { return &PluginStatusCommand{Meta: m}, nil },
+		"plugin init":            func() (cli.Command, error) { return &PluginInitCommand{Meta: m}, nil },
 		"events":                 func() (cli.Command, error) { return &EventsCommand{Meta: m}, nil },
 		"operator":               func() (cli.Command, error) { return &OperatorCommand{Meta: m}, nil },
 		"operator metrics":       func() (cli.Command, error) { return &OperatorMetricsCommand{Meta: m}, nil },

@@ -71,17 +71,25 @@ func (m *Meta) usageError(name, msg string) int {
 }
 
 // addr resolves the agent's address: -address, then PLUGINHOST_ADDR, then
-// api.DefaultAddr.
+// api.DefaultAddr (where an agent without addr listens); "" when even the
+// default cannot be had, and client then says why.
 func (m *Meta) addr() string {
+	if a := m.explicitAddr(); a != "" {
+		return a
+	}
+	a, _ := api.DefaultAddr()
+	return a
+}
+
+// explicitAddr is -address, then PLUGINHOST_ADDR; "" means the default.
+func (m *Meta) explicitAddr() string {
 	if m.address != "" {
 		return m.address
 	}
 	if m.Getenv != nil {
-		if a := m.Getenv(api.EnvAddr); a != "" {
-			return a
-		}
+		return m.Getenv(api.EnvAddr)
 	}
-	return api.DefaultAddr
+	return ""
 }
 
 // tokenSecret is -token, then PLUGINHOST_TOKEN; "" leaves the client to
@@ -97,7 +105,9 @@ func (m *Meta) tokenSecret() string {
 }
 
 func (m *Meta) client() (*api.Client, error) {
-	c, err := api.NewClient(m.addr(), api.WithToken(m.tokenSecret()))
+	// "" lets the client pick the default address itself: it then also
+	// checks that the default socket's directory is this user's.
+	c, err := api.NewClient(m.explicitAddr(), api.WithToken(m.tokenSecret()))
 	if err != nil {
 		return nil, fmt.Errorf("%w (set -address or %s)", err, api.EnvAddr)
 	}
@@ -207,7 +217,9 @@ General Options:
 
   -address=<addr>
     The agent's API address: unix:///path/to.sock or 127.0.0.1:PORT.
-    Overrides PLUGINHOST_ADDR; the default is ` + api.DefaultAddr + `.
+    Overrides PLUGINHOST_ADDR. The default is where an agent without
+    addr listens: $XDG_RUNTIME_DIR/pluginhost/api.sock, for root
+    /run/pluginhost/api.sock, else /tmp/pluginhost-<uid>/api.sock.
 
   -token=<secret>
     The API token, sent as X-Nomad-Token; overrides PLUGINHOST_TOKEN.

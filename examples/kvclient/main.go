@@ -41,7 +41,9 @@ func main() {
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("kvclient", flag.ContinueOnError)
-	addr := fs.String("addr", envOr("PLUGINHOST_ADDR", "http://127.0.0.1:4646"), "the agent's API address ($PLUGINHOST_ADDR)")
+	// "" is the default address, where an agent without addr listens, as
+	// for the CLI.
+	addr := fs.String("addr", os.Getenv(api.EnvAddr), "the agent's API address ($PLUGINHOST_ADDR; default: where an agent without addr listens)")
 	// Without one, the client uses the token the agent left for its own
 	// user; on a unix socket none is needed.
 	token := fs.String("token", os.Getenv("PLUGINHOST_TOKEN"), "the agent's API token ($PLUGINHOST_TOKEN)")
@@ -126,11 +128,4 @@ func run(args []string) error {
 		}
 	}
 	return fmt.Errorf("unknown command %q: want put KEY VALUE, get KEY or loop INTERVAL", rest)
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
 }

@@ -11,11 +11,6 @@ import (
 	"github.com/pluginhost/pluginhost/dynamic"
 )
 
-// DefaultAddr is where the CLI looks for the agent when neither -address nor
-// PLUGINHOST_ADDR says otherwise. It is short on purpose (sun_path holds 107
-// bytes) and independent of any data dir, because the CLI has no config file.
-const DefaultAddr = "unix:///tmp/pluginhost/pluginhost.sock"
-
 // EnvAddr is the environment variable the CLI reads the agent's address from.
 const EnvAddr = "PLUGINHOST_ADDR"
 

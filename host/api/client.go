@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,11 +41,19 @@ func WithToken(secret string) ClientOption {
 	return func(c *Client) { c.token = strings.TrimSpace(secret) }
 }
 
-// NewClient returns a client for addr (see ParseAddr). On TCP, without
+// NewClient returns a client for addr (see ParseAddr); "" is DefaultAddr,
+// where an agent without addr listens. On TCP, without
 // WithToken, it sends the management token an agent listening on addr left
 // for its own user (UserTokenPaths), read anew for every request so that a
 // rotation is followed; on a unix socket no token is needed.
 func NewClient(addr string, opts ...ClientOption) (*Client, error) {
+	defaulted := strings.TrimSpace(addr) == ""
+	if defaulted {
+		var err error
+		if addr, err = DefaultAddr(); err != nil {
+			return nil, fmt.Errorf("api client: %w", err)
+		}
+	}
 	a, err := ParseAddr(addr)
 	if err != nil {
 		return nil, fmt.Errorf("api client: %w", err)
@@ -57,6 +67,14 @@ func NewClient(addr string, opts ...ClientOption) (*Client, error) {
 	if a.Network == "unix" {
 		var d net.Dialer
 		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			// Nobody chose the default address, so make sure the agent
+			// behind it is one of this user's: in /tmp anyone could
+			// have made the directory first. A stat per dial, ~1 µs.
+			if defaulted {
+				if err := checkPrivateDir(filepath.Dir(a.Address), os.Geteuid()); err != nil {
+					return nil, err
+				}
+			}
 			return d.DialContext(ctx, "unix", a.Address)
 		}
 		// The host part is ignored by the dialer; it only has to be valid.

@@ -190,11 +190,17 @@ func listen(addr Addr) (net.Listener, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create socket directory: %w", err)
 	}
+	lock, err := lockSocket(path)
+	if err != nil {
+		return nil, err
+	}
 	if err := removeStaleSocket(path); err != nil {
+		_ = lock.Close()
 		return nil, err
 	}
 	ln, err := net.Listen("unix", path)
 	if err != nil {
+		_ = lock.Close()
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
 	// Listen creates the socket with the umask's mode; tighten it before
@@ -202,11 +208,72 @@ func listen(addr Addr) (net.Listener, error) {
 	// but no request is handled, so the short window leaks nothing.
 	if err := os.Chmod(path, 0o600); err != nil {
 		_ = ln.Close()
+		_ = lock.Close()
 		return nil, fmt.Errorf("chmod %s: %w", path, err)
 	}
 	// The listener removes the socket file when closed.
 	ln.(*net.UnixListener).SetUnlinkOnClose(true)
-	return ln, nil
+	return &lockedListener{Listener: ln, lock: lock}, nil
+}
+
+// ErrAddrInUse says that another process (most likely another agent)
+// serves the unix socket an agent was to listen on.
+var ErrAddrInUse = errors.New("address in use")
+
+// lockSocket takes an exclusive flock on path+".lock" for as long as the
+// listener lives. Without it two agents starting together could both find
+// the socket stale, and the second would unlink the first one's fresh
+// socket and take its clients. The kernel drops the lock when its holder
+// dies, kill -9 included, so a leftover lock file means nothing.
+func lockSocket(path string) (*os.File, error) {
+	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("socket lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%s: another agent is listening on this socket (it holds %s.lock): %w", path, path, ErrAddrInUse)
+		}
+		return nil, fmt.Errorf("socket lock %s.lock: %w", path, err)
+	}
+	return f, nil
+}
+
+// CheckAddrFree returns an error wrapping ErrAddrInUse when another agent
+// listens on the unix socket addr, so that a caller can say so before it
+// does anything else. It is advice: NewServer decides, under the lock. TCP
+// addresses are left to the kernel.
+func CheckAddrFree(addr string) error {
+	a, err := ParseAddr(addr)
+	if err != nil {
+		return err
+	}
+	if a.Network != "unix" {
+		return nil
+	}
+	lock, err := lockSocket(a.Address)
+	if err != nil {
+		return err
+	}
+	return lock.Close()
+}
+
+// lockedListener releases the socket's lock once the listener is closed
+// (and the socket unlinked), never before.
+type lockedListener struct {
+	net.Listener
+	lock *os.File
+	once sync.Once
+	err  error
+}
+
+func (l *lockedListener) Close() error {
+	l.once.Do(func() {
+		l.err = l.Listener.Close()
+		_ = l.lock.Close()
+	})
+	return l.err
 }
 
 // removeStaleSocket removes path if it is a socket nobody answers on. It
@@ -226,7 +293,7 @@ func removeStaleSocket(path string) error {
 	conn, err := net.DialTimeout("unix", path, time.Second)
 	if err == nil {
 		_ = conn.Close()
-		return fmt.Errorf("%s: another process is listening on this socket (is an agent already running?)", path)
+		return fmt.Errorf("%s: another process is listening on this socket: %w", path, ErrAddrInUse)
 	}
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		return fmt.Errorf("probe existing socket %s: %w", path, err)

@@ -156,9 +156,9 @@ func TestUnixSocketLifecycle(t *testing.T) {
 	}
 
 	// A second agent on the same socket must not steal it.
-	if _, err := NewServer(ServerConfig{Addr: "unix://" + sock, Backend: newFakeBackend()}); err == nil ||
-		!strings.Contains(err.Error(), "another process is listening") {
-		t.Errorf("second server on a live socket: err = %v, want 'another process is listening'", err)
+	if _, err := NewServer(ServerConfig{Addr: "unix://" + sock, Backend: newFakeBackend()}); !errors.Is(err, ErrAddrInUse) ||
+		!strings.Contains(err.Error(), "another agent is listening") {
+		t.Errorf("second server on a live socket: err = %v, want ErrAddrInUse, 'another agent is listening'", err)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -183,6 +183,33 @@ func TestUnixSocketLifecycle(t *testing.T) {
 	if err := srv.Shutdown(context.Background()); err != nil {
 		t.Errorf("second Shutdown: %v", err)
 	}
+}
+
+// TestLiveForeignListener: a socket something other than an agent (no
+// lock) answers on is live, and is neither removed nor taken over.
+func TestLiveForeignListener(t *testing.T) {
+	sock := filepath.Join(shortDir(t), "api.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, err = NewServer(ServerConfig{Addr: "unix://" + sock, Backend: newFakeBackend()})
+	if !errors.Is(err, ErrAddrInUse) || !strings.Contains(err.Error(), "another process is listening") {
+		t.Fatalf("err = %v, want ErrAddrInUse from the probe", err)
+	}
+	if _, err := os.Lstat(sock); err != nil {
+		t.Errorf("live socket removed: %v", err)
+	}
+	// Once it is gone (stale), the lock of the refused attempt is no
+	// obstacle: it was released with the error.
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	srv, err := NewServer(ServerConfig{Addr: "unix://" + sock, Backend: newFakeBackend()})
+	if err != nil {
+		t.Fatalf("NewServer over the now stale socket: %v", err)
+	}
+	srv.Shutdown(context.Background())
 }
 
 func TestRefusesToReplaceNonSocket(t *testing.T) {

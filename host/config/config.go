@@ -20,9 +20,6 @@ const (
 	// DefaultVolumeMountTimeout: a plugin restarting within its own
 	// health_timeout (30s) still makes it.
 	DefaultVolumeMountTimeout = 2 * time.Minute
-	// APISocketName is the HTTP API socket's name under data_dir when
-	// addr is not set.
-	APISocketName = "pluginhost.sock"
 )
 
 // Unix socket path budget. Linux's sun_path holds 108 bytes including the
@@ -47,8 +44,9 @@ type Config struct {
 	LogLevel string
 	// LogJSON switches the agent's log output to JSON lines.
 	LogJSON bool
-	// Addr is where the HTTP API listens as written: "" (a unix socket
-	// under DataDir), "unix:///abs/path.sock", or a loopback "host:port".
+	// Addr is where the HTTP API listens as written: "" (the default
+	// address, host/api.DefaultAddr), "unix:///abs/path.sock", or a
+	// loopback "host:port".
 	// Use APIListenAddr rather than reading it.
 	Addr string
 	// EnableDebug serves Go's profiler at /debug/pprof/ on the API, as
@@ -180,17 +178,14 @@ func defaultNodeName() string {
 }
 
 // APIListenAddr returns the network ("unix" or "tcp") and address the HTTP
-// API listens on.
+// API listens on, or "", "" without addr: then the agent listens on the
+// well-known default address (host/api.DefaultAddr), the same for every
+// agent of a user, so that the CLI finds it with no configuration. It is
+// not derived from data_dir on purpose: the CLI has no config file to read
+// a data dir from.
 func (c *Config) APIListenAddr() (network, address string, err error) {
 	if c.Addr == "" {
-		if c.DataDir == "" {
-			return "", "", errors.New("api address: no addr and no data_dir to put the default socket in")
-		}
-		p := filepath.Join(c.DataDir, APISocketName)
-		if err := checkSocketPath(p); err != nil {
-			return "", "", fmt.Errorf("api address: default socket under data_dir: %w", err)
-		}
-		return "unix", p, nil
+		return "", "", nil
 	}
 	network, address, err = parseAddr(c.Addr)
 	if err != nil {
@@ -211,7 +206,7 @@ func (c *Config) Validate() error {
 	if err := checkLogLevel(c.LogLevel); err != nil {
 		errs = append(errs, fmt.Errorf("log_level: %w", err))
 	}
-	if _, _, err := c.APIListenAddr(); err != nil && (c.DataDir != "" || c.Addr != "") {
+	if _, _, err := c.APIListenAddr(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.NodeName == "" {

@@ -29,7 +29,6 @@ func TestExampleConfigParses(t *testing.T) {
 	want := &Config{
 		DataDir:     "/var/lib/pluginhost",
 		LogLevel:    "info",
-		Addr:        "unix:///var/lib/pluginhost/pluginhost.sock",
 		NodeName:    "node-1",
 		Datacenter:  "dc1",
 		Jobs:        []string{filepath.Join(repo, "examples", "demo.hcl")},
@@ -68,6 +67,16 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 	}
 	for _, a := range rootSchema.Attributes {
 		attr := root.Attributes[a.Name]
+		if a.Name == "addr" {
+			// Shown commented out: a copied addr would move the
+			// agent off the default address the CLI looks at.
+			if attr != nil {
+				t.Error("addr is set in the example; show it commented out")
+			} else if !regexp.MustCompile(`(?m)^#\s*addr\s*=`).Match(src) {
+				t.Error("addr is not in the example, commented out")
+			}
+			continue
+		}
 		if attr == nil {
 			t.Errorf("%s is not in the example", a.Name)
 		} else if !commented(attr.Range.Start.Line) {
@@ -138,35 +147,38 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
-	if c.LogLevel != "info" || c.LogJSON || c.Datacenter != "dc1" || c.NodeName != host || c.DevMode {
+	if c.LogLevel != "info" || c.LogJSON || c.Datacenter != "dc1" || c.NodeName != host || c.DevMode || c.EnableDebug {
 		t.Errorf("defaults: %+v", c)
 	}
 	if c.CSI.FingerprintInterval != 30*time.Second || c.CSI.ProbeTimeout != DefaultProbeTimeout {
 		t.Errorf("csi defaults: %+v", c.CSI)
 	}
+	// No addr: the agent's default, host/api.DefaultAddr, which does not
+	// depend on data_dir.
 	network, addr, err := c.APIListenAddr()
-	if err != nil || network != "unix" || addr != filepath.Join(dir, APISocketName) {
-		t.Errorf("APIListenAddr = %q %q %v", network, addr, err)
+	if err != nil || network != "" || addr != "" {
+		t.Errorf("APIListenAddr = %q %q %v, want the default", network, addr, err)
 	}
 }
 
 // TestSocketLimitIsReal binds real unix sockets to show that the limit the
-// parser enforces is the kernel's: a data_dir whose default API socket is
-// exactly MaxSocketPathLen bytes binds, one byte more is refused at parse
-// time with a located error.
+// parser enforces is the kernel's: an addr socket of exactly
+// MaxSocketPathLen bytes binds, one byte more is refused at parse time with
+// a located error.
 func TestSocketLimitIsReal(t *testing.T) {
 	base := t.TempDir()
-	dataDir := func(total int) string {
-		// total is the socket path length; pad data_dir to reach it.
-		pad := total - len(base) - len("/") - len("/"+APISocketName)
-		return filepath.Join(base, strings.Repeat("d", pad))
+	sockOf := func(total int) string {
+		// total is the socket path length; pad a directory to reach it.
+		pad := total - len(base) - len("/") - len("/api.sock")
+		return filepath.Join(base, strings.Repeat("d", pad), "api.sock")
 	}
-	ok := dataDir(MaxSocketPathLen)
-	if err := os.MkdirAll(ok, 0o700); err != nil {
+	ok := sockOf(MaxSocketPathLen)
+	if err := os.MkdirAll(filepath.Dir(ok), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	c := Dev()
-	c.DataDir = ok
+	c.DataDir = base
+	c.Addr = "unix://" + ok
 	network, addr, err := c.APIListenAddr()
 	if err != nil {
 		t.Fatalf("path of exactly %d bytes refused: %v", MaxSocketPathLen, err)
@@ -177,23 +189,23 @@ func TestSocketLimitIsReal(t *testing.T) {
 	}
 	t.Cleanup(func() { l.Close() })
 
-	tooLong := dataDir(MaxSocketPathLen + 1)
-	if err := os.MkdirAll(tooLong, 0o700); err != nil {
+	tooLong := sockOf(MaxSocketPathLen + 1)
+	if err := os.MkdirAll(filepath.Dir(tooLong), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := net.Listen("unix", filepath.Join(tooLong, APISocketName)); err == nil {
+	if _, err := net.Listen("unix", tooLong); err == nil {
 		t.Fatalf("kernel accepted a %d-byte socket path; the limit constant is wrong", MaxSocketPathLen+1)
 	}
 	cfg := filepath.Join(base, "agent.hcl")
-	if err := os.WriteFile(cfg, []byte("data_dir = \""+tooLong+"\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte("data_dir = \""+base+"\"\naddr = \"unix://"+tooLong+"\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, err = ParseFile(cfg)
 	var de *hclstrict.DiagnosticsError
-	if !errors.As(err, &de) || de.Diags[0].Subject.Start.Line != 1 {
-		t.Fatalf("want a located error for the long data_dir, got %v", err)
+	if !errors.As(err, &de) || de.Diags[0].Subject.Start.Line != 2 {
+		t.Fatalf("want a located error for the long addr, got %v", err)
 	}
-	c.DataDir = tooLong
+	c.Addr = "unix://" + tooLong
 	if _, _, err := c.APIListenAddr(); err == nil {
 		t.Error("APIListenAddr accepted a socket path over the limit")
 	}

@@ -18,9 +18,9 @@
 // # Sockets and the 107-byte limit
 //
 // Unix socket paths longer than 107 bytes cannot be bound on Linux. Nomad
-// lets a long data_dir through and CSI then fails with dial timeouts. Here a
-// default API socket (<data_dir>/pluginhost.sock) that would be too long is
-// an error at data_dir, an explicit plugin.socket_dir must be absolute and at
+// lets a long data_dir through and CSI then fails with dial timeouts. Here an
+// addr socket that would be too long is an error at addr, an explicit
+// plugin.socket_dir must be absolute and at
 // most MaxSocketDirLen (26) bytes. Without socket_dir the task runner
 // (taskrunner.SocketDir) picks each allocation's socket directory, falling
 // back from <data_dir>/sockets to a short root derived from a hash of the
@@ -28,10 +28,12 @@
 //
 // # The API address
 //
-// addr is a unix:///abs/path socket (default <data_dir>/pluginhost.sock) or a
-// loopback host:port (127.0.0.1, ::1, localhost; port 0 picks a free port).
-// Other TCP addresses are refused: the API launches processes as the agent's
-// user over plain HTTP, and its tokens must not cross a network.
+// addr is a unix:///abs/path socket or a loopback host:port; left out, the
+// agent listens on host/api.DefaultAddr, where the CLI looks (a per-user
+// socket: $XDG_RUNTIME_DIR/pluginhost/api.sock, /run/pluginhost/api.sock for
+// root). A loopback host:port is 127.0.0.1, ::1 or localhost (port 0 picks a
+// free port); other TCP addresses are refused: the API launches processes as
+// the agent's user over plain HTTP, and its tokens must not cross a network.
 //
 // # Tokens
 //

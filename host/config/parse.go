@@ -105,7 +105,9 @@ func parse(src []byte, filename, baseDir string) (*Config, error) {
 
 func decode(d *hclstrict.Decoder, body hcl.Body, filename, baseDir string) *Config {
 	c := Dev()
+	// Dev's own choices are not a config file's defaults.
 	c.DevMode = false
+	c.EnableDebug = false
 	content := d.Content(body, rootSchema)
 	a := content.Attributes
 
@@ -118,12 +120,6 @@ func decode(d *hclstrict.Decoder, body hcl.Body, filename, baseDir string) *Conf
 			d.Errorf(attr.Expr.Range(), "Invalid data_dir", "data_dir must not be empty.")
 		} else {
 			c.DataDir = resolve(baseDir, s)
-			if a["addr"] == nil {
-				if err := checkSocketPath(filepath.Join(c.DataDir, APISocketName)); err != nil {
-					d.Errorf(attr.Expr.Range(), "data_dir too long for the API socket",
-						"The default API socket would be %s. Set `addr` or use a shorter data_dir.", err)
-				}
-			}
 		}
 	}
 	if attr := a["log_level"]; attr != nil {

@@ -37,7 +37,8 @@ type Config struct {
 	// MountRoot is <data_dir>/csi: each plugin gets <MountRoot>/<type>/<id>
 	// for staging and publish dirs. Required, absolute.
 	MountRoot string
-	// Logger is the parent logger; the supervisor logs as "csi_plugin".
+	// Logger is the parent logger; the supervisor logs as "csi_plugin",
+	// or "<type>_plugin" for a plugin of another type.
 	// Nil discards.
 	Logger hclog.Logger
 
@@ -105,14 +106,22 @@ func NewHook(cfg Config) (func(req *taskrunner.HookRequest) []taskrunner.Hook, e
 	if err != nil {
 		return nil, err
 	}
-	logger := c.Logger.Named("csi_plugin")
+	csiLogger := c.Logger.Named("csi_plugin")
 	return func(req *taskrunner.HookRequest) []taskrunner.Hook {
 		if req == nil || req.Task == nil {
 			return nil
 		}
 		t := req.Task
-		if t.CSIPluginConfig == nil && t.GenericPlugin() == nil {
-			return nil
+		logger := csiLogger
+		if t.CSIPluginConfig == nil {
+			gp := t.GenericPlugin()
+			if gp == nil {
+				return nil
+			}
+			// Named by what it supervises: a kv plugin's lines read
+			// "pluginhost.kv_plugin", not "csi_plugin". The type's
+			// alphabet (a-z, 0-9, '_', '-') adds no "." level.
+			logger = c.Logger.Named(gp.Type + "_plugin")
 		}
 		return []taskrunner.Hook{newSupervisor(&c, req, logger)}
 	}, nil

@@ -2,8 +2,11 @@ package csiplugin
 
 import (
 	"encoding/binary"
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/jobspec"
@@ -81,6 +84,35 @@ func TestHostStageDir(t *testing.T) {
 	} {
 		if got := hostStageDir("/data/csi/node/p", tc.taskMount, tc.taskBase); got != tc.want {
 			t.Errorf("hostStageDir(%q, %q) = %q, want %q", tc.taskMount, tc.taskBase, got, tc.want)
+		}
+	}
+}
+
+// TestSupervisorLoggerNames: a supervisor logs under the kind of plugin it
+// supervises, so a kv plugin's registration is not logged as csi_plugin.
+func TestSupervisorLoggerNames(t *testing.T) {
+	reg, err := dynamic.New(dynamic.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Shutdown)
+	hooks, err := NewHook(Config{Registry: reg, MountRoot: "/csi", Logger: hclog.New(&hclog.LoggerOptions{Name: "pluginhost", Output: io.Discard})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		task *jobspec.Task
+		want string
+	}{
+		{&jobspec.Task{Name: "c", Driver: jobspec.DriverGoPlugin, Config: &jobspec.TaskConfig{}, CSIPluginConfig: &jobspec.TaskCSIPluginConfig{ID: "x", Type: "node"}}, "pluginhost.csi_plugin"},
+		{&jobspec.Task{Name: "k", Driver: jobspec.DriverGoPlugin, Config: &jobspec.TaskConfig{Plugin: &jobspec.GoPluginProvides{Type: "kv", Name: "main"}}}, "pluginhost.kv_plugin"},
+	} {
+		hs := hooks(&taskrunner.HookRequest{AllocID: "a", Task: tc.task, SocketDir: "/s"})
+		if len(hs) != 1 {
+			t.Fatalf("%s: %d hooks", tc.task.Name, len(hs))
+		}
+		if got := hs[0].(*supervisor).logger.Name(); got != tc.want {
+			t.Errorf("%s: logger %q, want %q", tc.task.Name, got, tc.want)
 		}
 	}
 }

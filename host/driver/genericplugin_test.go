@@ -100,3 +100,20 @@ func TestGoPluginRefusesNetRPCAndTLS(t *testing.T) {
 		t.Fatalf("AutoMTLS plugin: err = %v", err)
 	}
 }
+
+// TestGoPluginNonCSIWithoutPluginBlock: an sdk plugin of another type whose
+// job has no plugin block shakes hands (the sdk's handshake) but serves no
+// CSI. The launch error says what to add instead of only go-plugin's
+// "unknown service csi.v1.Identity".
+func TestGoPluginNonCSIWithoutPluginBlock(t *testing.T) {
+	d := newGoPlugin(t, newWatcher(t))
+	_, err := startSpec(t, d, testbin.MustPath(t, "kv"), nil)
+	if err == nil {
+		t.Fatal("a non-CSI plugin launched as CSI")
+	}
+	for _, want := range []string{"unknown service csi.v1.Identity", "without a plugin block must be an sdk CSI plugin", "plugin {", `type = "kv"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("launch error lacks %q:\n%v", want, err)
+		}
+	}
+}

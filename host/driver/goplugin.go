@@ -16,6 +16,8 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // GoPluginSocketOverhead is how many bytes go-plugin appends to the socket
@@ -75,6 +77,23 @@ type CSIIdentity struct {
 	ProbeErr error
 }
 
+// notCSIHint explains an Unimplemented identity check: the binary speaks
+// go-plugin with the sdk's handshake but serves no CSI, so its job lacks
+// the plugin block that says what else it is. Without it, the job author
+// saw only "unknown service csi.v1.Identity".
+const notCSIHint = `The binary does not serve CSI. A go_plugin task without a plugin block must be an sdk CSI plugin (sdk.Config with CSI).
+For a plugin of another type (sdk.Config with Types, or any go-plugin gRPC binary), say what it provides in the task's config:
+
+    config {
+      command = "..."
+      plugin {
+        type = "kv"        # one of the binary's sdk.Config.Types
+        name = "kv-main"   # consumers reach it at pluginhost:///kv/kv-main
+      }
+    }
+
+and, for a binary not built with the sdk, its go-plugin handshake { magic_cookie_key, magic_cookie_value, protocol_versions } too.`
+
 // CSIIdentify calls CSI GetPluginInfo, and Probe alongside, on a dispensed
 // *grpc.ClientConn; it returns a *CSIIdentity.
 func CSIIdentify(ctx context.Context, dispensed any) (any, error) {
@@ -91,6 +110,9 @@ func CSIIdentify(ctx context.Context, dispensed any) (any, error) {
 	}()
 	info, err := client.GetPluginInfo(ctx, &csipb.GetPluginInfoRequest{})
 	<-probed
+	if status.Code(err) == codes.Unimplemented {
+		return nil, fmt.Errorf("identity check: GetPluginInfo: %w\n%s", err, notCSIHint)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("identity check: GetPluginInfo: %w", err)
 	}

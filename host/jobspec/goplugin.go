@@ -221,9 +221,19 @@ func (v *validation) handshake(f string, h *GoPluginHandshake) {
 // GoPluginNote says, for job validate, what pluginhost does with a task's
 // go_plugin config beyond what Nomad would; "" for other tasks.
 func GoPluginNote(t *Task) string {
+	if t.Driver != DriverGoPlugin {
+		return ""
+	}
 	p := t.GenericPlugin()
 	if p == nil {
-		return ""
+		// Nothing in the file says what the binary is, and a plugin of
+		// another type passes every check here only to fail its launch.
+		what := "an sdk CSI plugin (sdk.Config with CSI)"
+		if t.CSIPluginConfig == nil {
+			what += ", supervised as a task without registering a plugin, since it has no csi_plugin block"
+		}
+		return fmt.Sprintf("task %q: without a plugin block in its config, the go_plugin binary must be %s; a plugin of another type (sdk.Config with Types, or any go-plugin gRPC binary) needs plugin { type = \"...\" name = \"...\" } in its config, or its launch fails with \"unknown service csi.v1.Identity\"",
+			t.Name, what)
 	}
 	hs := "the sdk's handshake"
 	if h := t.Config.Handshake; h != nil {

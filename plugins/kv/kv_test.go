@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -59,6 +60,10 @@ func TestStandaloneInProcess(t *testing.T) {
 		Register: func(s *grpc.Server) { kvpb.RegisterKVServer(s, newStore("here")) },
 	})
 	exercise(t, p.Conn, "here")
+	// Not CSI, so not on a socket named as if it were.
+	if filepath.Base(p.SocketPath) != "plugin.sock" {
+		t.Errorf("in-process socket %s, want plugin.sock", p.SocketPath)
+	}
 }
 
 // The real binary under go-plugin, as pluginhost launches it: the sdk's

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/pluginhost/pluginhost/sdk"
+	"github.com/pluginhost/pluginhost/sdk/sdkcsi"
 )
 
 // version is reported by GetPluginInfo; the release process may override it
@@ -78,10 +79,12 @@ func (d *driver) sdkConfig() sdk.Config {
 		interceptors = append([]grpc.UnaryServerInterceptor{d.calls.intercept}, interceptors...)
 	}
 	return sdk.Config{
-		Name:          "mockcsi",
-		Identity:      &identityServer{d: d},
-		Controller:    &controllerServer{d: d},
-		Node:          &nodeServer{d: d},
+		Name: "mockcsi",
+		CSI: sdkcsi.Services{
+			Identity:   &identityServer{d: d},
+			Controller: &controllerServer{d: d},
+			Node:       &nodeServer{d: d},
+		},
 		ServerOptions: []grpc.ServerOption{grpc.ChainUnaryInterceptor(interceptors...)},
 	}
 }

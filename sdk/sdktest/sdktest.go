@@ -116,12 +116,17 @@ func Start(t testing.TB, binary string, opts ...Option) *Plugin {
 	return p
 }
 
-// StartInProcess serves cfg in the test process as a standalone CSI driver on
-// a fresh socket (cfg.Endpoint is overwritten) and waits until it serves
-// gRPC. Serving stops, gracefully, at cleanup.
+// StartInProcess serves cfg in the test process in standalone mode on a
+// fresh socket (cfg.Endpoint is overwritten): csi.sock for a CSI plugin,
+// plugin.sock for a plugin of another type. It waits until the socket serves
+// gRPC; serving stops, gracefully, at cleanup.
 func StartInProcess(t testing.TB, cfg sdk.Config) *Plugin {
 	t.Helper()
-	sock := filepath.Join(socketDir(t), "csi.sock")
+	name := "plugin.sock"
+	if cfg.CSI != nil {
+		name = "csi.sock"
+	}
+	sock := filepath.Join(socketDir(t), name)
 	cfg.Endpoint = "unix://" + sock
 	ctx, cancel := context.WithCancel(context.Background())
 	errCh := make(chan error, 1)

@@ -15,11 +15,13 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/pluginhost/pluginhost/sdk"
 	"github.com/pluginhost/pluginhost/sdk/internal/testbins"
 	"github.com/pluginhost/pluginhost/sdk/internal/testcsi"
+	"github.com/pluginhost/pluginhost/sdk/sdkcsi"
 	"github.com/pluginhost/pluginhost/sdk/sdktest"
 )
 
@@ -60,7 +62,7 @@ func TestStartSubprocess(t *testing.T) {
 
 func TestStartInProcess(t *testing.T) {
 	id := &testcsi.Identity{}
-	p := sdktest.StartInProcess(t, sdk.Config{Name: "inproc", Identity: id})
+	p := sdktest.StartInProcess(t, sdk.Config{Name: "inproc", CSI: sdkcsi.Services{Identity: id}})
 	ctx := ctxT(t)
 	for range 2 {
 		if _, err := p.Identity.Probe(ctx, &csi.ProbeRequest{}); err != nil {
@@ -152,7 +154,7 @@ func TestInProcessCleanupStopsServing(t *testing.T) {
 	f := &fakeTB{TB: t}
 	var sock string
 	f.run(func(tb testing.TB) {
-		p := sdktest.StartInProcess(tb, sdk.Config{Identity: &testcsi.Identity{}})
+		p := sdktest.StartInProcess(tb, sdk.Config{CSI: sdkcsi.Services{Identity: &testcsi.Identity{}}})
 		sock = p.SocketPath
 		tb.Fatalf("fail")
 	})
@@ -176,4 +178,51 @@ func TestStartFailuresAreReported(t *testing.T) {
 	if len(f.failures) == 0 {
 		t.Fatal("StartInProcess accepted a Config without Identity")
 	}
+}
+
+// TestBuild: an outside module's test builds its plugin with Build, once
+// per process, and launches it with Start; here plugins/kv, an sdk plugin
+// that is not CSI.
+func TestBuild(t *testing.T) {
+	bin := sdktest.Build(t, "github.com/pluginhost/pluginhost/plugins/kv")
+	fi, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := sdktest.Build(t, "github.com/pluginhost/pluginhost/plugins/kv"); again != bin {
+		t.Fatalf("second Build: %s, want %s", again, bin)
+	}
+	if fi2, err := os.Stat(bin); err != nil || !fi2.ModTime().Equal(fi.ModTime()) {
+		t.Fatalf("second Build rebuilt the binary: %v %v", fi2, err)
+	}
+	p := sdktest.Start(t, bin, sdktest.WithVersions(sdk.HostConnPlugins("kv", sdk.ProtocolVersion)))
+	hc, err := healthpb.NewHealthClient(p.Conn).Check(ctxT(t), &healthpb.HealthCheckRequest{Service: "plugin"})
+	if err != nil || hc.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health of the built plugin: %v %v", hc, err)
+	}
+}
+
+func TestBuildFails(t *testing.T) {
+	ft := &fatalT{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sdktest.Build(ft, "./no/such/package")
+	}()
+	<-done
+	if !strings.Contains(ft.msg, "go build ./no/such/package") {
+		t.Errorf("Build of a missing package: %q", ft.msg)
+	}
+}
+
+// fatalT records Fatalf and ends the goroutine, as testing.T does.
+type fatalT struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalT) Helper() {}
+func (f *fatalT) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
 }

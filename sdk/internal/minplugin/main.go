@@ -6,8 +6,9 @@ package main
 import (
 	"github.com/pluginhost/pluginhost/sdk"
 	"github.com/pluginhost/pluginhost/sdk/internal/testcsi"
+	"github.com/pluginhost/pluginhost/sdk/sdkcsi"
 )
 
 func main() {
-	sdk.Main(sdk.Config{Name: "minplugin", Identity: &testcsi.Identity{}})
+	sdk.Main(sdk.Config{Name: "minplugin", CSI: sdkcsi.Services{Identity: &testcsi.Identity{}}})
 }

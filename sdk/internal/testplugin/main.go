@@ -19,6 +19,7 @@ import (
 
 	"github.com/pluginhost/pluginhost/sdk"
 	"github.com/pluginhost/pluginhost/sdk/internal/testcsi"
+	"github.com/pluginhost/pluginhost/sdk/sdkcsi"
 )
 
 type chatter struct {
@@ -47,9 +48,8 @@ func main() {
 
 	log := sdk.NewLogger("testplugin")
 	sdk.Main(sdk.Config{
-		Name:     "testplugin",
-		Identity: &testcsi.Identity{},
-		Node:     &testcsi.Node{Pid: os.Getpid()},
+		Name: "testplugin",
+		CSI:  sdkcsi.Services{Identity: &testcsi.Identity{}, Node: &testcsi.Node{Pid: os.Getpid()}},
 		Register: func(s *grpc.Server) {
 			testpb.RegisterTestServiceServer(s, &chatter{log: log})
 		},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/pluginhost/pluginhost/sdk"
+	"github.com/pluginhost/pluginhost/sdk/sdkcsi"
 )
 
 type identity struct {
@@ -41,5 +42,5 @@ func main() {
 			}
 		}()
 	}
-	sdk.Main(sdk.Config{Name: "testplugin", Identity: identity{}})
+	sdk.Main(sdk.Config{Name: "testplugin", CSI: sdkcsi.Services{Identity: identity{}}})
 }

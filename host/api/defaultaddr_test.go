@@ -1,0 +1,137 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestDefaultSocketPath(t *testing.T) {
+	long := "/" + strings.Repeat("x", 100)
+	for _, tc := range []struct {
+		name, xdg string
+		euid      int
+		want, err string
+	}{
+		{name: "user with runtime dir", xdg: "/run/user/1000", euid: 1000, want: "/run/user/1000/pluginhost/api.sock"},
+		{name: "user without", euid: 1000, want: "/tmp/pluginhost-1000/api.sock"},
+		{name: "relative runtime dir is ignored", xdg: "run/user/1000", euid: 1000, want: "/tmp/pluginhost-1000/api.sock"},
+		{name: "root", euid: 0, want: "/run/pluginhost/api.sock"},
+		// A root login shell and a systemd unit must agree.
+		{name: "root login session", xdg: "/run/user/0/", euid: 0, want: "/run/pluginhost/api.sock"},
+		// Tests and nested sessions point root elsewhere.
+		{name: "root elsewhere", xdg: "/tmp/t1", euid: 0, want: "/tmp/t1/pluginhost/api.sock"},
+		{name: "too long", xdg: long, euid: 1000, err: "over the 107-byte limit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := defaultSocketPath(func(k string) string {
+				if k == "XDG_RUNTIME_DIR" {
+					return tc.xdg
+				}
+				return ""
+			}, tc.euid)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), EnvAddr) {
+					t.Fatalf("err = %v, want %q naming %s", err, tc.err, EnvAddr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("= %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestNewClientDefault: NewClient("") reaches a server on the default
+// address, and refuses a default directory someone else could write to.
+func TestNewClientDefault(t *testing.T) {
+	rt := shortDir(t)
+	t.Setenv("XDG_RUNTIME_DIR", rt)
+	sock, err := PrepareDefaultSocketDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Dir(sock)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("default dir: %v %v, want 0700", fi, err)
+	}
+	addr, _ := DefaultAddr()
+	srv, err := NewServer(ServerConfig{Addr: addr, Backend: newFakeBackend()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	c, err := NewClient("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Addr() != addr {
+		t.Errorf("Addr = %q, want %q", c.Addr(), addr)
+	}
+	if _, err := c.Self(ctx); err != nil {
+		t.Fatalf("Self on the default address: %v", err)
+	}
+
+	if err := os.Chmod(filepath.Dir(sock), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	// A new client: the first one's idle connection would be reused.
+	c2, err := NewClient("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if _, err := c2.Self(ctx); err == nil || !strings.Contains(err.Error(), "others may write to it") {
+		t.Errorf("Self through a world-writable default dir: %v", err)
+	}
+	if _, err := PrepareDefaultSocketDir(); err == nil {
+		t.Error("PrepareDefaultSocketDir accepted a world-writable dir")
+	}
+}
+
+// TestNoDefaultAgent: with no agent, the error says the socket is not there,
+// which the CLI turns into "Is the agent running?".
+func TestNoDefaultAgent(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", shortDir(t))
+	c, err := NewClient("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Self(context.Background()); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("err = %v, want ENOENT", err)
+	}
+}
+
+// TestDefaultDirSearchable: search permission for others (root's
+// /run/pluginhost, which the plugin socket fallback makes 0711) is no
+// reason to refuse; write permission for the group is.
+func TestDefaultDirSearchable(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", shortDir(t))
+	sock, err := PrepareDefaultSocketDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(sock)
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PrepareDefaultSocketDir(); err != nil {
+		t.Errorf("0711 refused: %v", err)
+	}
+	if err := os.Chmod(dir, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PrepareDefaultSocketDir(); err == nil || !strings.Contains(err.Error(), "mode 0770") {
+		t.Errorf("0770: %v", err)
+	}
+}
