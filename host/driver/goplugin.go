@@ -16,6 +16,7 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/emptypb"
 )
 
 // GoPluginSocketOverhead is how many bytes go-plugin appends to the socket
@@ -135,7 +136,7 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 	cc := &plugin.ClientConfig{
 		HandshakeConfig:  lc.handshake,
 		VersionedPlugins: lc.sets,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AllowedProtocols: lc.protocols(),
 		// The task's environment is exactly what the job asked for.
 		SkipHostEnv: true,
 		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
@@ -207,15 +208,24 @@ func connect(client *plugin.Client) (rpc plugin.ClientProtocol, err error) {
 func (d *GoPlugin) finish(ctx context.Context, client *plugin.Client, lc launchConfig, handshake func() string, p func() *proc) (*pluginTask, error) {
 	rpc, err := connect(client)
 	if err != nil {
-		return nil, explainLaunch(handshake(), err)
-	}
-	raw, err := rpc.Dispense(lc.dispense)
-	if err != nil {
-		return nil, fmt.Errorf("dispense %q: %w", lc.dispense, err)
+		return nil, explainLaunch(handshake(), lc.protocols(), err)
 	}
 	ictx, cancel := context.WithTimeout(ctx, d.timeout(ctx))
 	defer cancel()
-	identity, err := lc.identify(ictx, raw)
+	var raw, identity any
+	if _, netrpc := rpc.(*plugin.RPCClient); netrpc {
+		// Over net/rpc, Dispense is a call to the plugin that needs its
+		// own plugin name; the agent only needs Control.Ping, which the
+		// connection itself answers.
+		raw = rpc
+		identity, err = PingIdentify(ictx, rpc)
+	} else {
+		raw, err = rpc.Dispense(lc.dispense)
+		if err != nil {
+			return nil, fmt.Errorf("dispense %q: %w", lc.dispense, err)
+		}
+		identity, err = lc.identify(ictx, raw)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -223,8 +233,50 @@ func (d *GoPlugin) finish(ctx context.Context, client *plugin.Client, lc launchC
 	if pp == nil {
 		return nil, errors.New("plugin process unknown")
 	}
-	return &pluginTask{p: pp, client: client, dispensed: raw, identity: identity, detached: make(chan struct{})}, nil
+	t := &pluginTask{p: pp, client: client, dispensed: raw, identity: identity, detached: make(chan struct{})}
+	if lc.foreign {
+		t.shutdown = controllerShutdown(rpc, raw)
+	}
+	return t, nil
 }
+
+// controllerShutdown returns go-plugin's own way to ask a plugin to stop:
+// GRPCController.Shutdown over gRPC, Control.Quit over net/rpc (what
+// go-plugin's Client.Kill does, minus its fixed 2 s wait).
+func controllerShutdown(rpc plugin.ClientProtocol, dispensed any) func(ctx context.Context) error {
+	if rc, ok := rpc.(*plugin.RPCClient); ok {
+		// RPCClient.Close sends Control.Quit, then closes the streams.
+		return func(ctx context.Context) error {
+			done := make(chan error, 1)
+			go func() { done <- rc.Close() }()
+			select {
+			case err := <-done:
+				return err
+			case <-ctx.Done():
+				// The goroutine ends when the plugin's exit (or the kill
+				// that follows) breaks the connection.
+				return ctx.Err()
+			}
+		}
+	}
+	conn, ok := dispensed.(grpc.ClientConnInterface)
+	if !ok {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		// go-plugin's controller service is internal to its module; its
+		// Empty is an empty message, the same bytes as emptypb.Empty.
+		return conn.Invoke(ctx, grpcControllerShutdown, &emptypb.Empty{}, &emptypb.Empty{})
+	}
+}
+
+// grpcControllerShutdown is go-plugin's GRPCController.Shutdown method.
+const grpcControllerShutdown = "/plugin.GRPCController/Shutdown"
+
+// shutdownAskTimeout bounds how long Kill waits for the plugin to answer
+// the controller's shutdown request before it goes on with kill_signal: a
+// wedged plugin must not add much to kill_timeout.
+const shutdownAskTimeout = time.Second
 
 // Recover implements Driver: start time first, then go-plugin's reattach
 // with the plugin set of the saved protocol version, then the identity RPC.
@@ -252,7 +304,7 @@ func (d *GoPlugin) Recover(ctx context.Context, h *Handle, logger hclog.Logger) 
 	cc := &plugin.ClientConfig{
 		HandshakeConfig:  lc.handshake,
 		Plugins:          set,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AllowedProtocols: lc.protocols(),
 		Reattach: &plugin.ReattachConfig{
 			Protocol:        plugin.Protocol(rec.Protocol),
 			ProtocolVersion: rec.ProtocolVersion,
@@ -294,6 +346,12 @@ type pluginTask struct {
 	handle    *Handle
 	stdout    io.Closer
 
+	// shutdown asks the plugin to stop through go-plugin's controller;
+	// nil for sdk plugins, which stop gracefully on kill_signal (go-plugin's
+	// Shutdown is a hard grpc.Server.Stop that cuts in-flight calls, which
+	// the sdk's signal handling gives StopTimeout to finish).
+	shutdown func(ctx context.Context) error
+
 	detached chan struct{}
 	once     sync.Once
 }
@@ -305,10 +363,19 @@ func (t *pluginTask) Signal(sig syscall.Signal) error { return t.p.signalGroup(s
 func (t *pluginTask) Dispensed() any                  { return t.dispensed }
 func (t *pluginTask) Identity() any                   { return t.identity }
 
-// Kill signals the group itself (kill_signal, then SIGKILL) rather than
-// relying on go-plugin's Kill, whose graceful path waits a fixed 2 s; then it
-// lets go-plugin clean up, bounded by ctx.
+// Kill stops the plugin the go-plugin way first (for plugins not built
+// with the sdk: go-plugin's controller, answered at once, where go-plugin's
+// Serve ignores SIGINT), then signals the group itself (kill_signal, then
+// SIGKILL after timeout) rather than relying on go-plugin's Kill, whose
+// graceful path waits a fixed 2 s; then it lets go-plugin clean up, bounded
+// by ctx. The signals go out even after a successful shutdown request: a
+// plugin that answered but lingers still gets Nomad's sequence, and one
+// that exited is past signalling (signalGroup checks), so only the rest of
+// its group is killed.
 func (t *pluginTask) Kill(ctx context.Context, sig syscall.Signal, timeout time.Duration) error {
+	if t.shutdown != nil {
+		t.askShutdown(ctx, timeout)
+	}
 	if err := t.p.kill(ctx, sig, timeout); err != nil {
 		return err
 	}
@@ -326,13 +393,41 @@ func (t *pluginTask) Kill(ctx context.Context, sig syscall.Signal, timeout time.
 	return nil
 }
 
+// askShutdown sends the controller's shutdown request and waits until the
+// plugin exits, the request is answered, or min(timeout,
+// shutdownAskTimeout) passes. go-plugin's gRPC server stops before it
+// answers (the answer is usually lost with the connection), so an error
+// here says nothing: the exit, or Kill's signals after, decide.
+func (t *pluginTask) askShutdown(ctx context.Context, timeout time.Duration) {
+	actx, cancel := context.WithTimeout(ctx, min(timeout, shutdownAskTimeout))
+	defer cancel()
+	asked := make(chan struct{})
+	go func() {
+		defer close(asked)
+		_ = t.shutdown(actx)
+	}()
+	select {
+	case <-t.p.done:
+	case <-asked:
+	case <-actx.Done():
+	}
+	// The request is bounded by actx, which ends with this function: the
+	// goroutine is done when we return.
+	cancel()
+	<-asked
+}
+
 // Detach drops the connection and our ends of the plugin's pipes, as an
 // agent that dies would; the plugin keeps running.
 func (t *pluginTask) Detach() {
 	t.once.Do(func() {
 		close(t.detached)
-		if c, ok := t.dispensed.(io.Closer); ok {
-			_ = c.Close()
+		// A net/rpc client's Close sends Control.Quit, which stops the
+		// plugin: it is left open, and goes with the agent's process.
+		if _, netrpc := t.dispensed.(*plugin.RPCClient); !netrpc {
+			if c, ok := t.dispensed.(io.Closer); ok {
+				_ = c.Close()
+			}
 		}
 		if t.stdout != nil {
 			_ = t.stdout.Close()
