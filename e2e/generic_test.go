@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	plugin "github.com/hashicorp/go-plugin"
 	kvexample "github.com/hashicorp/go-plugin/examples/grpc/proto"
+	kvshared "github.com/hashicorp/go-plugin/examples/grpc/shared"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -113,21 +115,40 @@ func TestGoPluginExampleRunsUnchanged(t *testing.T) {
 	}
 }
 
-// TestNetRPCPluginRefused: go-plugin's net/rpc example is refused at
-// launch with an error that says why, not an unreachable plugin.
-func TestNetRPCPluginRefused(t *testing.T) {
+// TestNetRPCPluginHosted: go-plugin's net/rpc example is hosted like a
+// gRPC one: healthy through Control.Ping, registered, used through
+// go-plugin's Reattach and Dispense, and re-adopted (same process, still
+// answering) after kill -9 of the agent.
+func TestNetRPCPluginHosted(t *testing.T) {
 	e := newEnv(t, "")
 	a := e.start()
-	src := strings.Replace(goPluginExampleJob(t, "plugin-go-netrpc"), restartPolicy, `    restart {
-      attempts = 0
-      mode     = "fail"
-    }`, 1)
-	ids := a.runJob("gpkv", src)
-	al := a.waitAlloc(ids[0], "driver failure", hasEvents("kv", api.TaskDriverFailure, 1))
-	msg := events(al, "kv", api.TaskDriverFailure)[0].DisplayMessage
-	if !strings.Contains(msg, `protocol "netrpc"`) || !strings.Contains(msg, "net/rpc plugins are not supported") {
-		t.Fatalf("driver failure does not explain the refusal: %s", msg)
+	ids := a.runJob("gp-grpc-netrpc", exampleJobFile(t, "grpc-netrpc.hcl", "plugin-go-netrpc"))
+	al := a.waitAlloc(ids[0], "plugin healthy", and(running("plugin"), hasEvents("plugin", api.TaskPluginHealthy, 1)))
+	pid := lastPid(al, "plugin")
+	base := &plugin.ClientConfig{HandshakeConfig: kvHandshake, Plugins: kvshared.PluginMap}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	use := func(a *agentProc) {
+		t.Helper()
+		f := api.FollowReattach(a.client, "kv", "kv_netrpc", base)
+		defer f.Close()
+		raw, err := f.Dispense(ctx, kvshared.PluginNetRPC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := useKV("")(ctx, t, raw); err != nil {
+			t.Fatal(err)
+		}
 	}
+	use(a)
+
+	a.kill()
+	a = e.start()
+	al = a.waitAlloc(ids[0], "plugin healthy again", and(running("plugin"), hasEvents("plugin", "Reattached", 1), hasEvents("plugin", api.TaskPluginHealthy, 2)))
+	if got := lastPid(al, "plugin"); got != pid {
+		t.Fatalf("plugin pid %d after the agent restart, want the re-adopted %d", got, pid)
+	}
+	use(a)
 }
 
 // kvJob is plugins/kv as kv/kv-main; gen changes the task so that a

@@ -35,6 +35,8 @@ var packages = map[string]string{
 	"counter-go-grpc": "github.com/hashicorp/go-plugin/examples/bidirectional/plugin-go-grpc",
 	"kv-plugin":       "github.com/hashicorp/go-plugin/examples/negotiated/plugin-go",
 	"streamer":        "github.com/hashicorp/go-plugin/examples/streaming/plugin",
+	// Our consumer of the bidirectional example.
+	"counter": "./examples/go-plugin/counter",
 }
 
 type result struct {
