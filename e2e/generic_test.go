@@ -149,6 +149,10 @@ func TestNetRPCPluginHosted(t *testing.T) {
 		t.Fatalf("plugin pid %d after the agent restart, want the re-adopted %d", got, pid)
 	}
 	use(a)
+	// "agent ready" counts plugins of every type, not only CSI's.
+	a.mustWait("agent ready with 1 plugin", 30*time.Second, func(context.Context) (bool, error) {
+		return strings.Contains(a.output(), "agent ready: plugins=1 csi_plugins=0 other_plugins=1"), nil
+	}, api.TopicAgent)
 }
 
 // kvJob is plugins/kv as kv/kv-main; gen changes the task so that a
