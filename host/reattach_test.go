@@ -282,4 +282,3 @@ func BenchmarkReattachFailover(b *testing.B) {
 		})
 	}
 }
-
