@@ -281,17 +281,20 @@ func pythonPluginScript() (string, error) {
 // what the example's main.go does, reattached. Each call is a process of its
 // own that exits afterwards, as the example's is.
 //
-// Known limit (go-plugin v1.8, grpc_broker.go): the plugin's broker server
-// closes for good when the first broker stream ends (StartStream defers
-// s.Close()), so once a consumer that opened one exits, later consumers'
-// callbacks fail ("timeout waiting for connection info"). Put (a callback)
-// is therefore made by the first consumer process only; Get needs none.
+// go-plugin v1.8's plugin closes its broker for good when the first broker
+// stream ends, so a consumer that used the broker and exited would leave
+// every later consumer without callbacks. The agent restarts the instance
+// at once when that happens (the consumer's broker lease ends) and says so;
+// consumers that never use the broker (get) change nothing, and neither does
+// a kill -9 of the agent (its own connection opens no broker stream).
+// restartSignaled is the task event of a restart the agent asked for.
+const restartSignaled = "Restart Signaled"
+
 func TestGoPluginBidirectionalExample(t *testing.T) {
 	e := newEnv(t, "")
 	a := e.start()
 	ids := a.runJob("gp-bidirectional", exampleJobFile(t, "bidirectional.hcl", "counter-go-grpc"))
 	al := a.waitAlloc(ids[0], "plugin healthy", and(running("plugin"), hasEvents("plugin", api.TaskPluginHealthy, 1)))
-	pid := lastPid(al, "plugin")
 	consumer := testbin.MustPath(t, "counter")
 	counter := func(args ...string) string {
 		t.Helper()
@@ -307,11 +310,43 @@ func TestGoPluginBidirectionalExample(t *testing.T) {
 		}
 		return strings.TrimSpace(string(out))
 	}
-	counter("put", "n", "5")
+	// restarted waits for the n-th restart by the agent, and the plugin's
+	// healthy-th health event after it, and logs how long the plugin was
+	// without a healthy instance.
+	restarted := func(n, healthy int) {
+		t.Helper()
+		al := a.waitAlloc(ids[0], "restarted for the broker", and(running("plugin"),
+			hasEvents("plugin", restartSignaled, n), hasEvents("plugin", api.TaskPluginHealthy, healthy)))
+		sig := events(al, "plugin", restartSignaled)[n-1]
+		if !strings.Contains(sig.DisplayMessage, "GRPCBroker was closed") {
+			t.Fatalf("restart reason: %s", sig.DisplayMessage)
+		}
+		back := events(al, "plugin", api.TaskPluginHealthy)[healthy-1]
+		t.Logf("restart %d: healthy again %s after the restart was signaled", n, time.Duration(back.Time-sig.Time))
+	}
+
+	counter("put", "n", "2")
+	restarted(1, 2)
+	// The next consumer's callbacks work: a new instance, a new broker.
+	counter("put", "n", "3")
+	restarted(2, 3)
+
+	// kill -9 of the agent: the plugin's broker survives the agent's own
+	// connection.
+	al = a.waitAlloc(ids[0], "running", running("plugin"))
+	pid := lastPid(al, "plugin")
+	a.kill()
+	a = e.start()
+	a.waitAlloc(ids[0], "re-adopted", and(running("plugin"), hasEvents("plugin", "Reattached", 1), hasEvents("plugin", api.TaskPluginHealthy, 4)))
 	if got := counter("get", "n"); got != "5" {
 		t.Fatalf("counter get n = %q, want 5", got)
 	}
-	if !alive(pid) {
-		t.Fatalf("the hosted plugin (pid %d) did not survive its consumers", pid)
+	if al := a.waitAlloc(ids[0], "running", running("plugin")); lastPid(al, "plugin") != pid {
+		t.Fatalf("a get (no broker use) restarted the plugin: pid %d, was %d", lastPid(al, "plugin"), pid)
+	}
+	counter("put", "n", "1")
+	restarted(3, 5)
+	if got := counter("get", "n"); got != "6" {
+		t.Fatalf("counter get n = %q, want 6", got)
 	}
 }

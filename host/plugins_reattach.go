@@ -37,3 +37,44 @@ func (a *Agent) PluginReattach(_ context.Context, pluginType, name string) (*api
 		Network: "unix", Addr: p.ConnectionInfo.SocketPath, Pid: pid,
 	}, nil
 }
+
+// HoldBroker implements api.BrokerBackend. A consumer holds the lease while
+// its go-plugin broker stream to the instance is open; when the lease ends
+// (the stream ended, or the consumer's process exited) go-plugin's broker in
+// the plugin is closed for good (v1.8's gRPCBrokerServer.StartStream defers
+// Close), so no later consumer's callbacks would work. The agent restarts
+// the instance at once, outside its restart policy, and says why in the
+// task's "Restart Signaled" event. Nothing happens if the agent is
+// stopping, or if the instance is no longer the launch the lease was for.
+func (a *Agent) HoldBroker(ctx context.Context, pluginType, name, allocID string, pid int, held func()) error {
+	if !a.isLaunch(pluginType, name, allocID, pid) {
+		return fmt.Errorf("no registration of this launch (pid %d): %w", pid, api.ErrNotFound)
+	}
+	held()
+	select {
+	case <-ctx.Done():
+	case <-a.runCtx.Done():
+	}
+	if a.runCtx.Err() != nil || !a.isLaunch(pluginType, name, allocID, pid) {
+		return nil
+	}
+	for _, d := range a.declaredGeneric()[genericKey(pluginType, name)] {
+		if d.alloc.runner.ID() != allocID {
+			continue
+		}
+		if tr := d.alloc.runner.Task(d.task); tr != nil {
+			a.logger.Info("restarting plugin: a consumer's go-plugin broker stream ended",
+				"plugin", pluginType+"/"+name, "alloc_id", allocID, "pid", pid)
+			tr.RestartNow(fmt.Sprintf("plugin %s/%s: go-plugin's GRPCBroker was closed when a consumer that used it went away "+
+				"(go-plugin v1.8 serves one broker stream per plugin process); restarting so that callbacks work again", pluginType, name))
+		}
+	}
+	return nil
+}
+
+// isLaunch reports whether allocID's registration of the plugin is the
+// launch with pid.
+func (a *Agent) isLaunch(pluginType, name, allocID string, pid int) bool {
+	p, ok := a.registry.ForAlloc(pluginType, name, allocID)
+	return ok && p.Options[csiplugin.OptionGoPluginPid] == strconv.Itoa(pid)
+}

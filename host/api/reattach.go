@@ -14,6 +14,7 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
 )
 
 // PluginReattach is GET /v1/plugin/TYPE/NAME/reattach: go-plugin's
@@ -105,6 +106,34 @@ func ReattachConfig(ctx context.Context, c *Client, pluginType, name string) (*p
 		return nil, err
 	}
 	return r.ReattachConfig(), nil
+}
+
+// HostedClientConfig is ReattachConfig and ReattachClientConfig in one step,
+// plus what keeps go-plugin's GRPCBroker usable: the client opens its
+// broker stream only when the program first uses the broker, and holds a
+// lease with the agent while it is open, so that the agent restarts the
+// instance when that stream ends (go-plugin's plugin side serves one broker
+// stream in its life; see broker_lease.go). Use it, or a ReattachFollower,
+// in host programs whose plugins call back through the broker.
+func HostedClientConfig(ctx context.Context, c *Client, pluginType, name string, base *plugin.ClientConfig) (*plugin.ClientConfig, error) {
+	r, err := c.PluginReattach(ctx, pluginType, name)
+	if err != nil {
+		return nil, err
+	}
+	return r.ClientConfig(c, base)
+}
+
+// ClientConfig is base reattached to this record's instance, with the
+// broker lease of HostedClientConfig; c is the agent's client.
+func (r *PluginReattach) ClientConfig(c *Client, base *plugin.ClientConfig) (*plugin.ClientConfig, error) {
+	cfg, err := ReattachClientConfig(base, r.ReattachConfig())
+	if err != nil {
+		return nil, err
+	}
+	opts := make([]grpc.DialOption, 0, len(base.GRPCDialOptions)+1)
+	opts = append(opts, base.GRPCDialOptions...)
+	cfg.GRPCDialOptions = append(opts, leasedBrokerStreams(&brokerLease{c: c, rec: *r}))
+	return cfg, nil
 }
 
 // ReattachConfig is go-plugin's ReattachConfig for this record: test mode

@@ -28,7 +28,8 @@ import (
 // Dispense and Client return the same value until the active instance
 // changes; a caller that gets an error from a call asks again and gets the
 // new instance's. Clients are reattached in go-plugin's test mode (see
-// ReattachConfig), so nothing a consumer does with them stops the plugin.
+// ReattachConfig), so nothing a consumer does with them stops the plugin,
+// and with HostedClientConfig's broker lease.
 // A client of an instance that is no longer active is left alone, not
 // closed under calls still in flight: its connection ends with the old
 // instance.
@@ -97,7 +98,7 @@ func (f *ReattachFollower) Client(ctx context.Context) (*plugin.Client, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if inst.client == nil {
-		cfg, err := ReattachClientConfig(f.base, inst.rec.ReattachConfig())
+		cfg, err := inst.rec.ClientConfig(f.c, f.base)
 		if err != nil {
 			return nil, err
 		}
@@ -200,7 +201,7 @@ func (f *ReattachFollower) set(rec *PluginReattach, why error) {
 // gets.
 func (f *ReattachFollower) connect(rec *PluginReattach, names []string) *followedInstance {
 	inst := &followedInstance{rec: rec, dispensed: map[string]any{}}
-	cfg, err := ReattachClientConfig(f.base, rec.ReattachConfig())
+	cfg, err := rec.ClientConfig(f.c, f.base)
 	if err != nil {
 		return inst
 	}

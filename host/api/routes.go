@@ -23,6 +23,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/registry/plugins", methods{http.MethodGet: s.listRegistered}.handler(s.log))
 	mux.Handle("/v1/plugin/{type}/{name}", methods{http.MethodGet: s.getRegistered}.handler(s.log))
 	mux.Handle("/v1/plugin/{type}/{name}/reattach", methods{http.MethodGet: s.getReattach}.handler(s.log))
+	mux.Handle("/v1/plugin/{type}/{name}/broker", methods{http.MethodGet: s.holdBroker}.handler(s.log))
 	mux.Handle("/v1/volumes", methods{http.MethodGet: s.listVolumes}.handler(s.log))
 	mux.Handle("/v1/volumes/external", methods{http.MethodGet: s.externalVolumes}.handler(s.log))
 	mux.Handle("/v1/volumes/snapshot", methods{http.MethodGet: s.listSnapshots, http.MethodPost: s.createSnapshot,

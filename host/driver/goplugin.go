@@ -150,11 +150,12 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: req.SocketDir},
 		// Output the plugin writes through go-plugin's stdio stream; never
 		// parsed, only logged line by line.
-		SyncStdout:   logWriter(logger.Named("stdout")),
-		SyncStderr:   logWriter(logger.Named("stderr")),
-		Stderr:       io.Discard,
-		StartTimeout: d.timeout(ctx),
-		Logger:       logger.Named("go-plugin"),
+		SyncStdout:      logWriter(logger.Named("stdout")),
+		SyncStderr:      logWriter(logger.Named("stderr")),
+		Stderr:          io.Discard,
+		StartTimeout:    d.timeout(ctx),
+		Logger:          logger.Named("go-plugin"),
+		GRPCDialOptions: []grpc.DialOption{noBrokerStream()},
 	}
 	client := plugin.NewClient(cc)
 	t, err := d.finish(ctx, client, lc, func() string { return pr.handshake() }, func() *proc {
@@ -314,10 +315,11 @@ func (d *GoPlugin) Recover(ctx context.Context, h *Handle, logger hclog.Logger) 
 				return &attachedRunner{p: p, detached: detached}, nil
 			},
 		},
-		SyncStdout: logWriter(logger.Named("stdout")),
-		SyncStderr: logWriter(logger.Named("stderr")),
-		Stderr:     io.Discard,
-		Logger:     logger.Named("go-plugin"),
+		SyncStdout:      logWriter(logger.Named("stdout")),
+		SyncStderr:      logWriter(logger.Named("stderr")),
+		Stderr:          io.Discard,
+		Logger:          logger.Named("go-plugin"),
+		GRPCDialOptions: []grpc.DialOption{noBrokerStream()},
 	}
 	client := plugin.NewClient(cc)
 	t, err := d.finish(ctx, client, lc, func() string { return "" }, func() *proc { return p })

@@ -50,16 +50,13 @@ func run(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	// The one change to the example's host program: Reattach in place of Cmd.
-	rc, err := api.ReattachConfig(ctx, client, "counter", "counter")
-	if err != nil {
-		return err
-	}
-	cfg, err := api.ReattachClientConfig(&plugin.ClientConfig{
+	// The one change to the example's host program: the hosted plugin's
+	// Reattach in place of Cmd (with the broker lease its callbacks need).
+	cfg, err := api.HostedClientConfig(ctx, client, "counter", "counter", &plugin.ClientConfig{
 		HandshakeConfig:  shared.Handshake,
 		Plugins:          shared.PluginMap,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolNetRPC, plugin.ProtocolGRPC},
-	}, rc)
+	})
 	if err != nil {
 		return err
 	}
