@@ -50,12 +50,18 @@ func (a *Agent) HoldBroker(ctx context.Context, pluginType, name, allocID string
 	if !a.isLaunch(pluginType, name, allocID, pid) {
 		return fmt.Errorf("no registration of this launch (pid %d): %w", pid, api.ErrNotFound)
 	}
+	a.mu.Lock()
+	runCtx := a.runCtx
+	a.mu.Unlock()
+	if runCtx == nil {
+		return fmt.Errorf("the agent is not running: %w", api.ErrNotFound)
+	}
 	held()
 	select {
 	case <-ctx.Done():
-	case <-a.runCtx.Done():
+	case <-runCtx.Done():
 	}
-	if a.runCtx.Err() != nil || !a.isLaunch(pluginType, name, allocID, pid) {
+	if runCtx.Err() != nil || !a.isLaunch(pluginType, name, allocID, pid) {
 		return nil
 	}
 	for _, d := range a.declaredGeneric()[genericKey(pluginType, name)] {
