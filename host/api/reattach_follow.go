@@ -171,7 +171,7 @@ func (f *ReattachFollower) instance(ctx context.Context) (*followedInstance, err
 // after the switch its first call costs one RPC, not a reattach (measured:
 // that halves the switch time). What fails here is left for the program's
 // own Client or Dispense to retry and report.
-func (f *ReattachFollower) set(rec *PluginReattach, why error) {
+func (f *ReattachFollower) set(ctx context.Context, rec *PluginReattach, why error) {
 	f.mu.Lock()
 	f.lastErr = why
 	if (rec == nil && f.cur == nil) || (rec != nil && f.cur != nil && *rec == *f.cur.rec) {
@@ -188,13 +188,39 @@ func (f *ReattachFollower) set(rec *PluginReattach, why error) {
 
 	var next *followedInstance
 	if rec != nil {
-		next = f.connect(rec, names)
+		var ok bool
+		if next, ok = f.connectBounded(ctx, rec, names); !ok {
+			return // closing
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.cur = next
 	close(f.changed)
 	f.changed = make(chan struct{})
+}
+
+// connectTimeout bounds connect: go-plugin's Client and Dispense take no
+// context, and a wedged instance must not hold up the switch (or Close).
+const connectTimeout = 5 * time.Second
+
+// connectBounded is connect, given up after connectTimeout (the instance is
+// then published without a client: the program's own Client or Dispense
+// tries, and reports) or when ctx ends (ok false). A connect given up on
+// finishes in its goroutine when its connection does.
+func (f *ReattachFollower) connectBounded(ctx context.Context, rec *PluginReattach, names []string) (inst *followedInstance, ok bool) {
+	done := make(chan *followedInstance, 1)
+	go func() { done <- f.connect(rec, names) }()
+	t := time.NewTimer(connectTimeout)
+	defer t.Stop()
+	select {
+	case inst := <-done:
+		return inst, true
+	case <-t.C:
+		return &followedInstance{rec: rec, dispensed: map[string]any{}}, true
+	case <-ctx.Done():
+		return nil, false
+	}
 }
 
 // connect makes a client of rec and dispenses names from it, as far as it
@@ -275,7 +301,7 @@ func (f *ReattachFollower) follow(ctx context.Context) (synced bool, err error) 
 				continue
 			}
 			if ev.Payload.Instance == nil {
-				f.set(nil, fmt.Errorf("plugin %s has no active instance", f.key()))
+				f.set(sctx, nil, fmt.Errorf("plugin %s has no active instance", f.key()))
 				continue
 			}
 			// A new active instance: its reattach record is one question.
@@ -300,12 +326,12 @@ func (f *ReattachFollower) sameInstance(inst *PluginInstance) bool {
 func (f *ReattachFollower) sync(ctx context.Context) error {
 	rec, err := f.c.PluginReattach(ctx, f.typ, f.name)
 	if errors.Is(err, ErrNotFound) {
-		f.set(nil, err)
+		f.set(ctx, nil, err)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("asking the agent for %s: %w", f.key(), err)
 	}
-	f.set(rec, nil)
+	f.set(ctx, rec, nil)
 	return nil
 }
