@@ -25,6 +25,9 @@ build:
 	$(GO) build -o $(BIN)/streamer github.com/hashicorp/go-plugin/examples/streaming/plugin
 	# Our consumer of the bidirectional example (reattached, broker callbacks).
 	$(GO) build -o $(BIN)/counter ./examples/go-plugin/counter
+	# A stand-in for go-plugin's Python example (which needs grpcio): the
+	# same transport, gRPC on a loopback TCP port.
+	$(GO) build -o $(BIN)/tcpkv ./internal/tcpkv
 
 # Regenerates the gRPC code of plugins/kv from its .proto (the generated
 # files are committed; this is not part of `make test`). buf compiles the

@@ -254,6 +254,37 @@ func TestGoPluginPythonExample(t *testing.T) {
 	}
 }
 
+// TestGoPluginTCPPlugin: a plugin that serves gRPC on a loopback TCP port, as
+// go-plugin's Python example does (internal/tcpkv stands in for it where
+// grpcio is missing), is hosted from the Python example's job file:
+// registered at tcp://HOST:PORT, used through Reattach and Dispense, and
+// stopped (it has no go-plugin controller: kill_signal does it).
+func TestGoPluginTCPPlugin(t *testing.T) {
+	e := newEnv(t, "")
+	a := e.start()
+	ids := a.runJob("gp-grpc-python", exampleJobFile(t, "grpc-python.hcl", "tcpkv"))
+	a.waitAlloc(ids[0], "plugin healthy", and(running("plugin"), hasEvents("plugin", api.TaskPluginHealthy, 1)))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rec, err := a.client.PluginReattach(ctx, "kv", "kv_python")
+	if err != nil || rec.Network != "tcp" || !strings.HasPrefix(rec.Addr, "127.0.0.1:") {
+		t.Fatalf("reattach record %+v, %v; want a loopback TCP address", rec, err)
+	}
+	f := api.FollowReattach(a.client, "kv", "kv_python", &plugin.ClientConfig{HandshakeConfig: kvHandshake, Plugins: kvshared.PluginMap})
+	defer f.Close()
+	raw, err := f.Dispense(ctx, kvshared.PluginGRPC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := useKV("")(ctx, t, raw); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	a.stopJob("gp-grpc-python")
+	a.waitAlloc(ids[0], "plugin stopped", taskDead("plugin"))
+	t.Logf("job stop took %s", time.Since(start))
+}
+
 func lastLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {

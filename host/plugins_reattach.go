@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
+	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/csiplugin"
 )
@@ -31,10 +33,14 @@ func (a *Agent) PluginReattach(_ context.Context, pluginType, name string) (*api
 	if err != nil {
 		return nil, fmt.Errorf("registration of %s: pid %q: %w", p.AllocID, p.Options[csiplugin.OptionGoPluginPid], err)
 	}
+	network, addr := "unix", p.ConnectionInfo.SocketPath
+	if a, ok := strings.CutPrefix(addr, dynamic.TCPPrefix); ok {
+		network, addr = "tcp", a
+	}
 	return &api.PluginReattach{
 		Type: pluginType, Name: name, AllocID: p.AllocID,
 		Protocol: proto, ProtocolVersion: version,
-		Network: "unix", Addr: p.ConnectionInfo.SocketPath, Pid: pid,
+		Network: network, Addr: addr, Pid: pid,
 	}, nil
 }
 

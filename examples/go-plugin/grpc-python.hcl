@@ -29,7 +29,7 @@ job "gp-grpc-python" {
 
       resources {
         cpu    = 100
-        memory = 64
+        memory = 256
       }
     }
   }

@@ -142,9 +142,12 @@ func (r *PluginReattach) ClientConfig(c *Client, base *plugin.ClientConfig) (*pl
 // kill(pid, 0) poll (which a consumer that is not the plugin's user cannot
 // make anyway).
 func (r *PluginReattach) ReattachConfig() *plugin.ReattachConfig {
-	addr := &net.UnixAddr{Net: r.Network, Name: r.Addr}
-	if r.Network == "" {
-		addr.Net = "unix"
+	var addr net.Addr = &net.UnixAddr{Net: "unix", Name: r.Addr}
+	if r.Network == "tcp" {
+		// go-plugin's Python example serves TCP on loopback.
+		if a, err := net.ResolveTCPAddr("tcp", r.Addr); err == nil {
+			addr = a
+		}
 	}
 	pid := r.Pid
 	return &plugin.ReattachConfig{

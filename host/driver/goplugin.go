@@ -15,6 +15,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
+
+	"github.com/pluginhost/pluginhost/dynamic"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/emptypb"
 )
@@ -174,7 +176,7 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 		Driver:     d.Name(),
 		Pid:        t.p.pid,
 		StartTime:  t.p.startTime,
-		SocketPath: rc.Addr.String(),
+		SocketPath: socketPath(rc.Addr),
 		Plugin:     req.Plugin,
 		CgroupPath: cgroupPath(req.Cgroup),
 		Reattach: &ReattachRecord{
@@ -297,6 +299,10 @@ func (d *GoPlugin) Recover(ctx context.Context, h *Handle, logger hclog.Logger) 
 	if logger == nil {
 		logger = d.cfg.Logger
 	}
+	addr, err := ReattachAddr(rec.Network, rec.Addr)
+	if err != nil {
+		return nil, err
+	}
 	p, err := adopt(h.Pid, h.StartTime, d.cfg.Watcher, h.Cgroup)
 	if err != nil {
 		return nil, err
@@ -309,7 +315,7 @@ func (d *GoPlugin) Recover(ctx context.Context, h *Handle, logger hclog.Logger) 
 		Reattach: &plugin.ReattachConfig{
 			Protocol:        plugin.Protocol(rec.Protocol),
 			ProtocolVersion: rec.ProtocolVersion,
-			Addr:            &net.UnixAddr{Net: rec.Network, Name: rec.Addr},
+			Addr:            addr,
 			Pid:             rec.Pid,
 			ReattachFunc: func() (runner.AttachedRunner, error) {
 				return &attachedRunner{p: p, detached: detached}, nil
@@ -463,3 +469,28 @@ func (r *attachedRunner) ID() string { return fmt.Sprint(r.p.pid) }
 
 func (r *attachedRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
 func (r *attachedRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }
+
+// socketPath is the handle's (and the registry's) form of a plugin's
+// address: a unix socket's path, or dynamic.TCPPrefix and host:port for a
+// plugin that serves TCP (go-plugin's Python example).
+func socketPath(a net.Addr) string {
+	if a.Network() == "tcp" {
+		return dynamic.TCPPrefix + a.String()
+	}
+	return a.String()
+}
+
+// ReattachAddr is the net.Addr of a reattach record's network and address.
+func ReattachAddr(network, addr string) (net.Addr, error) {
+	switch network {
+	case "tcp":
+		a, err := net.ResolveTCPAddr("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("reattach address %q: %w", addr, err)
+		}
+		return a, nil
+	case "unix", "":
+		return &net.UnixAddr{Net: "unix", Name: addr}, nil
+	}
+	return nil, fmt.Errorf("reattach address: network %q is neither unix nor tcp", network)
+}

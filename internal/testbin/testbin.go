@@ -37,6 +37,8 @@ var packages = map[string]string{
 	"streamer":        "github.com/hashicorp/go-plugin/examples/streaming/plugin",
 	// Our consumer of the bidirectional example.
 	"counter": "./examples/go-plugin/counter",
+	// A stand-in for go-plugin's Python example: gRPC on loopback TCP.
+	"tcpkv": "./internal/tcpkv",
 }
 
 type result struct {
