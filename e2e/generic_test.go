@@ -153,6 +153,43 @@ func TestNetRPCPluginHosted(t *testing.T) {
 	a.mustWait("agent ready with 1 plugin", 30*time.Second, func(context.Context) (bool, error) {
 		return strings.Contains(a.output(), "agent ready: plugins=1 csi_plugins=0 other_plugins=1"), nil
 	}, api.TopicAgent)
+
+	// A rolling update: the new allocation's health (Control.Ping) gates
+	// it, the old one stops after, and a follower moves to the new one.
+	f := api.FollowReattach(a.client, "kv", "kv_netrpc", base)
+	defer f.Close()
+	raw, err := f.Dispense(ctx, kvshared.PluginNetRPC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := useKV("")(ctx, t, raw); err != nil {
+		t.Fatal(err)
+	}
+	_, changed := f.Current()
+	src := strings.Replace(exampleJobFile(t, "grpc-netrpc.hcl", "plugin-go-netrpc"), `work_dir = "${NOMAD_TASK_DIR}"`,
+		"work_dir = \"${NOMAD_TASK_DIR}\"\n        args     = [\"v2\"]", 1)
+	second := a.runJob("gp-grpc-netrpc", src)
+	if second[0] == ids[0] {
+		t.Fatal("the update made no new allocation")
+	}
+	a.waitAlloc(second[0], "new version healthy", and(running("plugin"), hasEvents("plugin", api.TaskPluginHealthy, 1)))
+	a.waitAlloc(ids[0], "old version stopped", taskDead("plugin"))
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("the follower never moved to the new allocation")
+	}
+	rec, _ := f.Current()
+	if rec == nil || rec.AllocID != second[0] {
+		t.Fatalf("follower on %+v, want allocation %s", rec, second[0])
+	}
+	raw, err = f.Dispense(ctx, kvshared.PluginNetRPC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := useKV("")(ctx, t, raw); err != nil {
+		t.Fatalf("after the update: %v", err)
+	}
 }
 
 // kvJob is plugins/kv as kv/kv-main; gen changes the task so that a
