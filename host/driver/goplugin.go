@@ -15,10 +15,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
-
-	"github.com/pluginhost/pluginhost/dynamic"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/pluginhost/pluginhost/dynamic"
 )
 
 // GoPluginSocketOverhead is how many bytes go-plugin appends to the socket
