@@ -14,10 +14,20 @@ all: build
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./cmd/pluginhost ./cmd/pluginhost-logmon ./cmd/pluginhost-nsexec ./plugins/mockcsi ./plugins/kv
-	# go-plugin's own example plugins (a gRPC and a net/rpc KV store), from
-	# the module cache: the tests run them as pluginhost tasks.
+	# go-plugin's whole examples directory, from the module cache: the
+	# tests run each plugin as a pluginhost task (examples/go-plugin/).
+	# Each is named as its README builds it; several share a package name.
 	$(GO) build -o $(BIN)/ github.com/hashicorp/go-plugin/examples/grpc/plugin-go-grpc \
 		github.com/hashicorp/go-plugin/examples/grpc/plugin-go-netrpc
+	$(GO) build -o $(BIN)/greeter github.com/hashicorp/go-plugin/examples/basic/plugin
+	$(GO) build -o $(BIN)/counter-go-grpc github.com/hashicorp/go-plugin/examples/bidirectional/plugin-go-grpc
+	$(GO) build -o $(BIN)/kv-plugin github.com/hashicorp/go-plugin/examples/negotiated/plugin-go
+	$(GO) build -o $(BIN)/streamer github.com/hashicorp/go-plugin/examples/streaming/plugin
+	# Our consumer of the bidirectional example (reattached, broker callbacks).
+	$(GO) build -o $(BIN)/counter ./examples/go-plugin/counter
+	# A stand-in for go-plugin's Python example (which needs grpcio): the
+	# same transport, gRPC on a loopback TCP port.
+	$(GO) build -o $(BIN)/tcpkv ./internal/tcpkv
 
 # Regenerates the gRPC code of plugins/kv from its .proto (the generated
 # files are committed; this is not part of `make test`), and checks the

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -40,11 +43,32 @@ type PluginInfo struct {
 	RegisteredAt time.Time
 }
 
-// ConnectionInfo says how to reach a plugin instance. There is room for more
-// transports; today every plugin is a gRPC server on a unix socket.
+// ConnectionInfo says how to reach a plugin instance: almost always a unix
+// socket; a go-plugin plugin that serves TCP instead (go-plugin's Python
+// example listens on 127.0.0.1:1234) has TCPPrefix and a loopback address.
 type ConnectionInfo struct {
-	// SocketPath is the absolute path of the plugin's unix socket.
+	// SocketPath is the absolute path of the plugin's unix socket, or
+	// "tcp://HOST:PORT" with a loopback HOST.
 	SocketPath string
+}
+
+// TCPPrefix marks a ConnectionInfo.SocketPath that is a TCP address.
+const TCPPrefix = "tcp://"
+
+// validTCP checks a "tcp://HOST:PORT" socket: a plugin on this machine is
+// reached on loopback, never elsewhere.
+func validTCP(s string) error {
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(s, TCPPrefix))
+	if err != nil {
+		return fmt.Errorf("%w: ConnectionInfo.SocketPath %q: %w", ErrInvalid, s, err)
+	}
+	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" {
+		return fmt.Errorf("%w: ConnectionInfo.SocketPath %q is not a loopback address", ErrInvalid, s)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
+		return fmt.Errorf("%w: ConnectionInfo.SocketPath %q has no port", ErrInvalid, s)
+	}
+	return nil
 }
 
 // Copy returns a deep copy, so that callers can never mutate registry state.
@@ -89,6 +113,8 @@ func (p *PluginInfo) Validate() error {
 		return fmt.Errorf("%w: missing ConnectionInfo", ErrInvalid)
 	case p.ConnectionInfo.SocketPath == "":
 		return fmt.Errorf("%w: missing ConnectionInfo.SocketPath", ErrInvalid)
+	case strings.HasPrefix(p.ConnectionInfo.SocketPath, TCPPrefix):
+		return validTCP(p.ConnectionInfo.SocketPath)
 	case !filepath.IsAbs(p.ConnectionInfo.SocketPath):
 		return fmt.Errorf("%w: ConnectionInfo.SocketPath %q is not absolute", ErrInvalid, p.ConnectionInfo.SocketPath)
 	case len(p.ConnectionInfo.SocketPath) > MaxSocketPathLen:

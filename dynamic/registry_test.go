@@ -22,6 +22,9 @@ func TestRegisterValidation(t *testing.T) {
 		{"conn", func(p *PluginInfo) *PluginInfo { p.ConnectionInfo = nil; return p }, "missing ConnectionInfo"},
 		{"socket", func(p *PluginInfo) *PluginInfo { p.ConnectionInfo.SocketPath = ""; return p }, "missing ConnectionInfo.SocketPath"},
 		{"relative", func(p *PluginInfo) *PluginInfo { p.ConnectionInfo.SocketPath = "csi.sock"; return p }, "not absolute"},
+		{"tcp elsewhere", func(p *PluginInfo) *PluginInfo { p.ConnectionInfo.SocketPath = "tcp://10.0.0.1:1234"; return p }, "not a loopback address"},
+		{"tcp no port", func(p *PluginInfo) *PluginInfo { p.ConnectionInfo.SocketPath = "tcp://127.0.0.1"; return p }, "missing port"},
+		{"tcp port 0", func(p *PluginInfo) *PluginInfo { p.ConnectionInfo.SocketPath = "tcp://127.0.0.1:0"; return p }, "has no port"},
 		{"too long", func(p *PluginInfo) *PluginInfo {
 			p.ConnectionInfo.SocketPath = "/" + strings.Repeat("d", MaxSocketPathLen)
 			return p
@@ -52,6 +55,10 @@ func TestRegisterValidation(t *testing.T) {
 	ok := node("p", "a1")
 	ok.ConnectionInfo.SocketPath = "/" + strings.Repeat("d", MaxSocketPathLen-1)
 	mustRegister(t, r, ok)
+	// So is a plugin on a loopback TCP port (go-plugin's Python example).
+	tcp := node("q", "a2")
+	tcp.ConnectionInfo.SocketPath = "tcp://127.0.0.1:1234"
+	mustRegister(t, r, tcp)
 }
 
 // TestRollingUpdate walks a plugin through a rolling update with

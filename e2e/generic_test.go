@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	plugin "github.com/hashicorp/go-plugin"
 	kvexample "github.com/hashicorp/go-plugin/examples/grpc/proto"
+	kvshared "github.com/hashicorp/go-plugin/examples/grpc/shared"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -113,20 +115,80 @@ func TestGoPluginExampleRunsUnchanged(t *testing.T) {
 	}
 }
 
-// TestNetRPCPluginRefused: go-plugin's net/rpc example is refused at
-// launch with an error that says why, not an unreachable plugin.
-func TestNetRPCPluginRefused(t *testing.T) {
+// TestNetRPCPluginHosted: go-plugin's net/rpc example is hosted like a
+// gRPC one: healthy through Control.Ping, registered, used through
+// go-plugin's Reattach and Dispense, and re-adopted (same process, still
+// answering) after kill -9 of the agent.
+func TestNetRPCPluginHosted(t *testing.T) {
 	e := newEnv(t, "")
 	a := e.start()
-	src := strings.Replace(goPluginExampleJob(t, "plugin-go-netrpc"), restartPolicy, `    restart {
-      attempts = 0
-      mode     = "fail"
-    }`, 1)
-	ids := a.runJob("gpkv", src)
-	al := a.waitAlloc(ids[0], "driver failure", hasEvents("kv", api.TaskDriverFailure, 1))
-	msg := events(al, "kv", api.TaskDriverFailure)[0].DisplayMessage
-	if !strings.Contains(msg, `protocol "netrpc"`) || !strings.Contains(msg, "net/rpc plugins are not supported") {
-		t.Fatalf("driver failure does not explain the refusal: %s", msg)
+	ids := a.runJob("gp-grpc-netrpc", exampleJobFile(t, "grpc-netrpc.hcl", "plugin-go-netrpc"))
+	al := a.waitAlloc(ids[0], "plugin healthy", and(running("plugin"), hasEvents("plugin", api.TaskPluginHealthy, 1)))
+	pid := lastPid(al, "plugin")
+	base := &plugin.ClientConfig{HandshakeConfig: kvHandshake, Plugins: kvshared.PluginMap}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	use := func(a *agentProc) {
+		t.Helper()
+		f := api.FollowReattach(a.client, "kv", "kv_netrpc", base)
+		defer f.Close()
+		raw, err := f.Dispense(ctx, kvshared.PluginNetRPC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := useKV("")(ctx, t, raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	use(a)
+
+	a.kill()
+	a = e.start()
+	al = a.waitAlloc(ids[0], "plugin healthy again", and(running("plugin"), hasEvents("plugin", "Reattached", 1), hasEvents("plugin", api.TaskPluginHealthy, 2)))
+	if got := lastPid(al, "plugin"); got != pid {
+		t.Fatalf("plugin pid %d after the agent restart, want the re-adopted %d", got, pid)
+	}
+	use(a)
+	// "agent ready" counts plugins of every type, not only CSI's.
+	a.mustWait("agent ready with 1 plugin", 30*time.Second, func(context.Context) (bool, error) {
+		return strings.Contains(a.output(), "agent ready: plugins=1 csi_plugins=0 other_plugins=1"), nil
+	}, api.TopicAgent)
+
+	// A rolling update: the new allocation's health (Control.Ping) gates
+	// it, the old one stops after, and a follower moves to the new one.
+	f := api.FollowReattach(a.client, "kv", "kv_netrpc", base)
+	defer f.Close()
+	raw, err := f.Dispense(ctx, kvshared.PluginNetRPC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := useKV("")(ctx, t, raw); err != nil {
+		t.Fatal(err)
+	}
+	_, changed := f.Current()
+	src := strings.Replace(exampleJobFile(t, "grpc-netrpc.hcl", "plugin-go-netrpc"), `work_dir = "${NOMAD_TASK_DIR}"`,
+		"work_dir = \"${NOMAD_TASK_DIR}\"\n        args     = [\"v2\"]", 1)
+	second := a.runJob("gp-grpc-netrpc", src)
+	if second[0] == ids[0] {
+		t.Fatal("the update made no new allocation")
+	}
+	a.waitAlloc(second[0], "new version healthy", and(running("plugin"), hasEvents("plugin", api.TaskPluginHealthy, 1)))
+	a.waitAlloc(ids[0], "old version stopped", taskDead("plugin"))
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("the follower never moved to the new allocation")
+	}
+	rec, _ := f.Current()
+	if rec == nil || rec.AllocID != second[0] {
+		t.Fatalf("follower on %+v, want allocation %s", rec, second[0])
+	}
+	raw, err = f.Dispense(ctx, kvshared.PluginNetRPC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := useKV("")(ctx, t, raw); err != nil {
+		t.Fatalf("after the update: %v", err)
 	}
 }
 

@@ -397,9 +397,23 @@ func (a *Agent) waitReady(ctx context.Context) {
 		return
 	}
 	a.ready.Store(true)
-	a.logger.Info("agent ready", "plugins", len(a.csi.Plugins()))
+	csiPlugins, other := a.readyCounts()
+	a.logger.Info("agent ready", "plugins", csiPlugins+other, "csi_plugins", csiPlugins, "other_plugins", other)
 	a.events.publish(&api.Event{Topic: api.TopicAgent, Type: "Ready", Key: a.cfg.NodeName,
 		Payload: api.EventPayload{Message: "restored plugins fingerprinted"}})
+}
+
+// readyCounts counts the plugins the agent is ready with: CSI plugins by
+// plugin ID (a monolith's node and controller halves are one plugin, as in
+// `plugin status`), every other type by type and name, from the registry.
+func (a *Agent) readyCounts() (csiPlugins, other int) {
+	csiPlugins = len(a.csi.Plugins())
+	for _, t := range a.registry.Types() {
+		if !isCSIType(t) {
+			other += len(a.registry.List(t))
+		}
+	}
+	return csiPlugins, other
 }
 
 // reconcileAll adds every job the agent knows of to the job queue: those

@@ -30,6 +30,7 @@ func (s *Server) routeTable() []route {
 		slices.Sort(names)
 		return route{pattern: pattern, methods: names, handler: ms.handler(s.log)}
 	}
+	mgmt := func(r route) route { r.management = true; return r }
 	rt := []route{
 		m("/v1/jobs", methods{http.MethodGet: s.listJobs, http.MethodPost: s.registerJob}),
 		m("/v1/job/{id}", methods{http.MethodGet: s.getJob, http.MethodDelete: s.stopJob}),
@@ -46,6 +47,11 @@ func (s *Server) routeTable() []route {
 		// specific and keeps its meaning.
 		m("/v1/registry/plugins", methods{http.MethodGet: s.listRegistered}),
 		m("/v1/plugin/{type}/{name}", methods{http.MethodGet: s.getRegistered}),
+		// A consumer's way into a hosted plugin (go-plugin's reattach) and
+		// the lease that keeps its callback broker: management only, since
+		// the lease's end restarts the plugin for everyone.
+		mgmt(m("/v1/plugin/{type}/{name}/reattach", methods{http.MethodGet: s.getReattach})),
+		mgmt(m("/v1/plugin/{type}/{name}/broker", methods{http.MethodGet: s.holdBroker})),
 		m("/v1/volumes", methods{http.MethodGet: s.listVolumes}),
 		m("/v1/volumes/external", methods{http.MethodGet: s.externalVolumes}),
 		m("/v1/volumes/snapshot", methods{http.MethodGet: s.listSnapshots, http.MethodPost: s.createSnapshot,

@@ -3,9 +3,11 @@ package csiplugin
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	plugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -99,25 +101,59 @@ func csiLaunchIdentity(task driver.Task) *driver.CSIIdentity {
 }
 
 // healthChecker asks grpc.health.v1 Check("plugin"), which every go-plugin
-// gRPC server answers, over the driver's connection (which it does not
-// own: Close leaves it to the driver).
+// gRPC server answers, or for a net/rpc plugin go-plugin's Control.Ping, over
+// the driver's connection (which it does not own: Close leaves it to the
+// driver).
 type healthChecker struct {
-	conn    grpc.ClientConnInterface
+	conn    grpc.ClientConnInterface // gRPC plugins
+	rpc     plugin.ClientProtocol    // net/rpc plugins
 	timeout time.Duration
+	// reg is what every registration of this launch carries: how a
+	// consumer re-attaches to it with go-plugin (GET
+	// /v1/plugin/TYPE/NAME/reattach).
+	reg *registration
 }
 
 func (c *healthChecker) ready(ctx context.Context) (*registration, error) {
 	if err := c.probe(ctx); err != nil {
 		return nil, err
 	}
-	return &registration{}, nil
+	return c.reg, nil
 }
 
 func (c *healthChecker) probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	if c.rpc != nil {
+		if err := driver.Ping(ctx, c.rpc); err != nil {
+			return fmt.Errorf("health check: go-plugin Control.Ping: %w", err)
+		}
+		return nil
+	}
 	resp, err := healthpb.NewHealthClient(c.conn).Check(ctx, &healthpb.HealthCheckRequest{Service: driver.HealthService})
 	return healthResult(resp.GetStatus(), err)
+}
+
+// Registry options of a generic plugin: what go-plugin's ReattachConfig
+// needs besides the socket (the registration's SocketPath).
+const (
+	OptionGoPluginProtocol        = "go-plugin.protocol"
+	OptionGoPluginProtocolVersion = "go-plugin.protocol_version"
+	OptionGoPluginPid             = "go-plugin.pid"
+)
+
+// reattachRegistration is a launch's registration with its go-plugin
+// reattach record, from the task's handle.
+func reattachRegistration(task driver.Task) *registration {
+	h := task.Handle()
+	if h == nil || h.Reattach == nil {
+		return &registration{}
+	}
+	return &registration{options: map[string]string{
+		OptionGoPluginProtocol:        h.Reattach.Protocol,
+		OptionGoPluginProtocolVersion: strconv.Itoa(h.Reattach.ProtocolVersion),
+		OptionGoPluginPid:             strconv.Itoa(h.Pid),
+	}}
 }
 
 // healthResult judges a health answer: only SERVING is healthy.
@@ -142,7 +178,7 @@ func healthLaunchIdentity(task driver.Task) *driver.HealthIdentity {
 
 func (c *healthChecker) launchReady(task driver.Task) (*registration, bool) {
 	if id := healthLaunchIdentity(task); id != nil && id.Status == healthpb.HealthCheckResponse_SERVING {
-		return &registration{}, true
+		return c.reg, true
 	}
 	return nil, false
 }

@@ -112,7 +112,8 @@
 // A generic plugin's supervision is the same life with other questions
 // (checker.go): readiness and heartbeat are grpc.health.v1 Check("plugin")
 // over the driver's go-plugin connection (every go-plugin gRPC server
-// answers it; SERVING is healthy), and the driver's identity check, which
+// answers it; SERVING is healthy), or for a net/rpc plugin go-plugin's
+// Control.Ping over the driver's multiplexed connection, and the driver's identity check, which
 // is that same call, stands in for the first probe at launch and after a
 // re-attach. It registers one registration, under the job's plugin type
 // and name, with the go-plugin socket and no options. There are no mount

@@ -1,6 +1,7 @@
 package csiplugin
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +13,9 @@ import (
 	"github.com/pluginhost/pluginhost/internal/testbin"
 )
 
-// genericJob runs go-plugin's own gRPC example as plugin kv/kv_grpc.
-func genericJob(t *testing.T, healthTimeout time.Duration) *jobspec.Job {
+// genericJob runs one of go-plugin's own KV examples (plugin-go-grpc or
+// plugin-go-netrpc) as plugin kv/kv_grpc.
+func genericJob(t *testing.T, bin string, healthTimeout time.Duration) *jobspec.Job {
 	return &jobspec.Job{
 		ID: "gen", Name: "gen", Type: jobspec.JobTypeService, Datacenters: []string{"dc1"},
 		TaskGroups: []*jobspec.TaskGroup{{
@@ -22,7 +24,7 @@ func genericJob(t *testing.T, healthTimeout time.Duration) *jobspec.Job {
 			Tasks: []*jobspec.Task{{
 				Name: "plugin", Driver: jobspec.DriverGoPlugin,
 				Config: &jobspec.TaskConfig{
-					Command:   testbin.MustPath(t, "plugin-go-grpc"),
+					Command:   testbin.MustPath(t, bin),
 					Handshake: &jobspec.GoPluginHandshake{MagicCookieKey: "BASIC_PLUGIN", MagicCookieValue: "hello", ProtocolVersions: []int{1}},
 					Plugin:    &jobspec.GoPluginProvides{Type: "kv", Name: "kv_grpc", HealthTimeout: healthTimeout},
 				},
@@ -36,16 +38,28 @@ func genericJob(t *testing.T, healthTimeout time.Duration) *jobspec.Job {
 // A plugin that is not CSI goes through the same supervision: healthy from
 // go-plugin's health service, registered under its own type and name with
 // its socket, deregistered when it exits, and re-adopted without a
-// relaunch or a new registration after an agent restart.
+// relaunch or a new registration after an agent restart. gRPC and net/rpc
+// plugins alike (net/rpc's health is go-plugin's Control.Ping).
 func TestGenericPluginSupervised(t *testing.T) {
+	for _, bin := range []string{"plugin-go-grpc", "plugin-go-netrpc"} {
+		t.Run(bin, func(t *testing.T) { testGenericPluginSupervised(t, bin) })
+	}
+}
+
+func testGenericPluginSupervised(t *testing.T, bin string) {
 	a := newAgent(t, "", agentOpts{})
 	events := subscribe(t, a.reg, "kv")
-	ar := a.run(genericJob(t, 10*time.Second))
+	ar := a.run(genericJob(t, bin, 10*time.Second))
 	a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
 	h := handle(t, ar, "plugin")
 	p, ok := a.reg.ForAlloc("kv", "kv_grpc", ar.ID())
 	if !ok || p.ConnectionInfo.SocketPath != h.SocketPath {
 		t.Fatalf("registration %+v, want kv/kv_grpc at %s", p, h.SocketPath)
+	}
+	// What a consumer needs to re-attach with go-plugin.
+	if p.Options[OptionGoPluginProtocol] != h.Reattach.Protocol || p.Options[OptionGoPluginPid] != fmt.Sprint(h.Pid) ||
+		p.Options[OptionGoPluginProtocolVersion] != "1" {
+		t.Fatalf("registration options %v, want the reattach record of %+v", p.Options, h.Reattach)
 	}
 	nextEvents(t, events, "registered "+ar.ID())
 	if hl, ok := a.health.Get("kv", "kv_grpc", ar.ID()); !ok || !hl.Healthy || hl.CheckedAt.IsZero() {
@@ -79,8 +93,14 @@ func TestGenericPluginSupervised(t *testing.T) {
 // else watches it (CSI plugins are watched by the CSI manager and keep
 // Nomad's report-only heartbeat).
 func TestGenericPluginUnhealthyRestarts(t *testing.T) {
+	for _, bin := range []string{"plugin-go-grpc", "plugin-go-netrpc"} {
+		t.Run(bin, func(t *testing.T) { testGenericPluginUnhealthyRestarts(t, bin) })
+	}
+}
+
+func testGenericPluginUnhealthyRestarts(t *testing.T, bin string) {
 	a := newAgent(t, "", agentOpts{probeInterval: 50 * time.Millisecond, probeTimeout: 50 * time.Millisecond})
-	ar := a.run(genericJob(t, 300*time.Millisecond))
+	ar := a.run(genericJob(t, bin, 300*time.Millisecond))
 	a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
 	h := handle(t, ar, "plugin")
 	// A stopped process keeps its socket but answers nothing.

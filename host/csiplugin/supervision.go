@@ -10,6 +10,7 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/hashicorp/go-hclog"
+	plugin "github.com/hashicorp/go-plugin"
 	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/driver"
@@ -46,8 +47,11 @@ type supervision struct {
 	restored    bool
 	// conn is the go-plugin connection the client borrows (set by
 	// newClient), nil if the client dials its own.
-	conn   grpc.ClientConnInterface
-	logger hclog.Logger
+	conn grpc.ClientConnInterface
+	// viaDriver: the checker talks over the driver's go-plugin connection,
+	// whose handshake proved the socket live (a net/rpc plugin has no conn).
+	viaDriver bool
+	logger    hclog.Logger
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -122,12 +126,18 @@ func (sv *supervision) newChecker() (checker, error) {
 		if !ok {
 			return nil, errors.New("a generic plugin task must be a go_plugin task")
 		}
-		conn, ok := pt.Dispensed().(grpc.ClientConnInterface)
-		if !ok {
-			return nil, fmt.Errorf("go_plugin dispensed %T, want a gRPC connection", pt.Dispensed())
+		sv.viaDriver = true
+		hc := &healthChecker{timeout: sv.s.cfg.ProbeTimeout, reg: reattachRegistration(sv.task)}
+		switch d := pt.Dispensed().(type) {
+		case grpc.ClientConnInterface:
+			sv.conn, hc.conn = d, d
+		case plugin.ClientProtocol:
+			// A net/rpc plugin: the driver's go-plugin client itself.
+			hc.rpc = d
+		default:
+			return nil, fmt.Errorf("go_plugin dispensed %T, want a gRPC connection or a go-plugin net/rpc client", pt.Dispensed())
 		}
-		sv.conn = conn
-		return &healthChecker{conn: conn, timeout: sv.s.cfg.ProbeTimeout}, nil
+		return hc, nil
 	}
 	c, err := sv.newClient()
 	if err != nil {
@@ -209,7 +219,7 @@ func (sv *supervision) waitReady(ctx context.Context, client checker) (*registra
 	cfg := sv.s.cfg
 	hctx, cancel := context.WithTimeout(ctx, sv.s.healthTimeout)
 	defer cancel()
-	if sv.conn == nil {
+	if sv.conn == nil && !sv.viaDriver {
 		release, err := waitForSocket(hctx, sv.socket)
 		sv.bg.Go(release)
 		if err != nil {

@@ -43,11 +43,18 @@
 //
 // Launching and re-attaching both end with an identity RPC (CSI
 // GetPluginInfo by default; grpc.health.v1 Check("plugin") for a plugin
-// with a PluginSpec, whose handshake and dispensed name come from the job)
-// before the task is trusted. The spec is not saved with the handle: the
-// task runner derives it from the job for Start and Recover alike. A
-// plugin that speaks net/rpc or needs TLS is refused with ErrNotPlainGRPC,
-// explained from its handshake line, which the runner records. The reattach record
+// with a PluginSpec, whose handshake and dispensed name come from the job;
+// go-plugin's Control.Ping for a net/rpc plugin, which only a job's
+// handshake block allows) before the task is trusted. The spec is not saved
+// with the handle: the task runner derives it from the job for Start and
+// Recover alike. A plugin that needs TLS is refused with ErrNotPlainGRPC,
+// explained from its handshake line, which the runner records.
+//
+// Kill stops a plugin with a handshake block the go-plugin way first
+// (GRPCController.Shutdown, Control.Quit), since go-plugin's Serve ignores
+// SIGINT; then kill_signal, SIGKILL and the cgroup as for every task. The
+// agent's gRPC clients open no GRPCBroker stream (broker.go): go-plugin's
+// plugin side closes its broker when the first such stream ends. The reattach record
 // is a plain struct (go-plugin's holds a net.Addr interface); Recover
 // passes go-plugin the plugin set of the saved protocol version, since
 // reattach skips negotiation, and a watcher-backed AttachedRunner instead

@@ -18,6 +18,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/pluginhost/pluginhost/dynamic"
 )
 
 // GoPluginSocketOverhead is how many bytes go-plugin appends to the socket
@@ -157,7 +160,7 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 	cc := &plugin.ClientConfig{
 		HandshakeConfig:  lc.handshake,
 		VersionedPlugins: lc.sets,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AllowedProtocols: lc.protocols(),
 		// The task's environment is exactly what the job asked for.
 		SkipHostEnv: true,
 		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
@@ -171,11 +174,12 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: req.SocketDir},
 		// Output the plugin writes through go-plugin's stdio stream; never
 		// parsed, only logged line by line.
-		SyncStdout:   logWriter(logger.Named("stdout")),
-		SyncStderr:   logWriter(logger.Named("stderr")),
-		Stderr:       io.Discard,
-		StartTimeout: d.timeout(ctx),
-		Logger:       logger.Named("go-plugin"),
+		SyncStdout:      logWriter(logger.Named("stdout")),
+		SyncStderr:      logWriter(logger.Named("stderr")),
+		Stderr:          io.Discard,
+		StartTimeout:    d.timeout(ctx),
+		Logger:          logger.Named("go-plugin"),
+		GRPCDialOptions: []grpc.DialOption{noBrokerStream()},
 	}
 	client := plugin.NewClient(cc)
 	t, err := d.finish(ctx, client, lc, func() string { return pr.handshake() }, func() *proc {
@@ -201,7 +205,7 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 		Driver:     d.Name(),
 		Pid:        t.p.pid,
 		StartTime:  t.p.startTime,
-		SocketPath: rc.Addr.String(),
+		SocketPath: socketPath(rc.Addr),
 		Plugin:     req.Plugin,
 		CgroupPath: cgroupPath(req.Cgroup),
 		Reattach: &ReattachRecord{
@@ -236,15 +240,24 @@ func connect(client *plugin.Client) (rpc plugin.ClientProtocol, err error) {
 func (d *GoPlugin) finish(ctx context.Context, client *plugin.Client, lc launchConfig, handshake func() string, p func() *proc) (*pluginTask, error) {
 	rpc, err := connect(client)
 	if err != nil {
-		return nil, explainLaunch(handshake(), err)
-	}
-	raw, err := rpc.Dispense(lc.dispense)
-	if err != nil {
-		return nil, fmt.Errorf("dispense %q: %w", lc.dispense, err)
+		return nil, explainLaunch(handshake(), lc.protocols(), err)
 	}
 	ictx, cancel := context.WithTimeout(ctx, d.timeout(ctx))
 	defer cancel()
-	identity, err := lc.identify(ictx, raw)
+	var raw, identity any
+	if _, netrpc := rpc.(*plugin.RPCClient); netrpc {
+		// Over net/rpc, Dispense is a call to the plugin that needs its
+		// own plugin name; the agent only needs Control.Ping, which the
+		// connection itself answers.
+		raw = rpc
+		identity, err = PingIdentify(ictx, rpc)
+	} else {
+		raw, err = rpc.Dispense(lc.dispense)
+		if err != nil {
+			return nil, fmt.Errorf("dispense %q: %w", lc.dispense, err)
+		}
+		identity, err = lc.identify(ictx, raw)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -252,8 +265,50 @@ func (d *GoPlugin) finish(ctx context.Context, client *plugin.Client, lc launchC
 	if pp == nil {
 		return nil, errors.New("plugin process unknown")
 	}
-	return &pluginTask{p: pp, client: client, dispensed: raw, identity: identity, detached: make(chan struct{})}, nil
+	t := &pluginTask{p: pp, client: client, dispensed: raw, identity: identity, detached: make(chan struct{})}
+	if lc.foreign {
+		t.shutdown = controllerShutdown(rpc, raw)
+	}
+	return t, nil
 }
+
+// controllerShutdown returns go-plugin's own way to ask a plugin to stop:
+// GRPCController.Shutdown over gRPC, Control.Quit over net/rpc (what
+// go-plugin's Client.Kill does, minus its fixed 2 s wait).
+func controllerShutdown(rpc plugin.ClientProtocol, dispensed any) func(ctx context.Context) error {
+	if rc, ok := rpc.(*plugin.RPCClient); ok {
+		// RPCClient.Close sends Control.Quit, then closes the streams.
+		return func(ctx context.Context) error {
+			done := make(chan error, 1)
+			go func() { done <- rc.Close() }()
+			select {
+			case err := <-done:
+				return err
+			case <-ctx.Done():
+				// The goroutine ends when the plugin's exit (or the kill
+				// that follows) breaks the connection.
+				return ctx.Err()
+			}
+		}
+	}
+	conn, ok := dispensed.(grpc.ClientConnInterface)
+	if !ok {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		// go-plugin's controller service is internal to its module; its
+		// Empty is an empty message, the same bytes as emptypb.Empty.
+		return conn.Invoke(ctx, grpcControllerShutdown, &emptypb.Empty{}, &emptypb.Empty{})
+	}
+}
+
+// grpcControllerShutdown is go-plugin's GRPCController.Shutdown method.
+const grpcControllerShutdown = "/plugin.GRPCController/Shutdown"
+
+// shutdownAskTimeout bounds how long Kill waits for the plugin to answer
+// the controller's shutdown request before it goes on with kill_signal: a
+// wedged plugin must not add much to kill_timeout.
+const shutdownAskTimeout = time.Second
 
 // Recover implements Driver: start time first, then go-plugin's reattach
 // with the plugin set of the saved protocol version, then the identity RPC.
@@ -273,6 +328,10 @@ func (d *GoPlugin) Recover(ctx context.Context, h *Handle, logger hclog.Logger) 
 	if logger == nil {
 		logger = d.cfg.Logger
 	}
+	addr, err := ReattachAddr(rec.Network, rec.Addr)
+	if err != nil {
+		return nil, err
+	}
 	p, err := adopt(h.Pid, h.StartTime, d.cfg.Watcher, h.Cgroup)
 	if err != nil {
 		return nil, err
@@ -281,20 +340,21 @@ func (d *GoPlugin) Recover(ctx context.Context, h *Handle, logger hclog.Logger) 
 	cc := &plugin.ClientConfig{
 		HandshakeConfig:  lc.handshake,
 		Plugins:          set,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AllowedProtocols: lc.protocols(),
 		Reattach: &plugin.ReattachConfig{
 			Protocol:        plugin.Protocol(rec.Protocol),
 			ProtocolVersion: rec.ProtocolVersion,
-			Addr:            &net.UnixAddr{Net: rec.Network, Name: rec.Addr},
+			Addr:            addr,
 			Pid:             rec.Pid,
 			ReattachFunc: func() (runner.AttachedRunner, error) {
 				return &attachedRunner{p: p, detached: detached}, nil
 			},
 		},
-		SyncStdout: logWriter(logger.Named("stdout")),
-		SyncStderr: logWriter(logger.Named("stderr")),
-		Stderr:     io.Discard,
-		Logger:     logger.Named("go-plugin"),
+		SyncStdout:      logWriter(logger.Named("stdout")),
+		SyncStderr:      logWriter(logger.Named("stderr")),
+		Stderr:          io.Discard,
+		Logger:          logger.Named("go-plugin"),
+		GRPCDialOptions: []grpc.DialOption{noBrokerStream()},
 	}
 	client := plugin.NewClient(cc)
 	t, err := d.finish(ctx, client, lc, func() string { return "" }, func() *proc { return p })
@@ -323,6 +383,12 @@ type pluginTask struct {
 	handle    *Handle
 	stdout    io.Closer
 
+	// shutdown asks the plugin to stop through go-plugin's controller;
+	// nil for sdk plugins, which stop gracefully on kill_signal (go-plugin's
+	// Shutdown is a hard grpc.Server.Stop that cuts in-flight calls, which
+	// the sdk's signal handling gives StopTimeout to finish).
+	shutdown func(ctx context.Context) error
+
 	detached chan struct{}
 	once     sync.Once
 }
@@ -334,10 +400,19 @@ func (t *pluginTask) Signal(sig syscall.Signal) error { return t.p.signalGroup(s
 func (t *pluginTask) Dispensed() any                  { return t.dispensed }
 func (t *pluginTask) Identity() any                   { return t.identity }
 
-// Kill signals the group itself (kill_signal, then SIGKILL) rather than
-// relying on go-plugin's Kill, whose graceful path waits a fixed 2 s; then it
-// lets go-plugin clean up, bounded by ctx.
+// Kill stops the plugin the go-plugin way first (for plugins not built
+// with the sdk: go-plugin's controller, answered at once, where go-plugin's
+// Serve ignores SIGINT), then signals the group itself (kill_signal, then
+// SIGKILL after timeout) rather than relying on go-plugin's Kill, whose
+// graceful path waits a fixed 2 s; then it lets go-plugin clean up, bounded
+// by ctx. The signals go out even after a successful shutdown request: a
+// plugin that answered but lingers still gets Nomad's sequence, and one
+// that exited is past signalling (signalGroup checks), so only the rest of
+// its group is killed.
 func (t *pluginTask) Kill(ctx context.Context, sig syscall.Signal, timeout time.Duration) error {
+	if t.shutdown != nil {
+		t.askShutdown(ctx, timeout)
+	}
 	if err := t.p.kill(ctx, sig, timeout); err != nil {
 		return err
 	}
@@ -355,13 +430,41 @@ func (t *pluginTask) Kill(ctx context.Context, sig syscall.Signal, timeout time.
 	return nil
 }
 
+// askShutdown sends the controller's shutdown request and waits until the
+// plugin exits, the request is answered, or min(timeout,
+// shutdownAskTimeout) passes. go-plugin's gRPC server stops before it
+// answers (the answer is usually lost with the connection), so an error
+// here says nothing: the exit, or Kill's signals after, decide.
+func (t *pluginTask) askShutdown(ctx context.Context, timeout time.Duration) {
+	actx, cancel := context.WithTimeout(ctx, min(timeout, shutdownAskTimeout))
+	defer cancel()
+	asked := make(chan struct{})
+	go func() {
+		defer close(asked)
+		_ = t.shutdown(actx)
+	}()
+	select {
+	case <-t.p.done:
+	case <-asked:
+	case <-actx.Done():
+	}
+	// The request is bounded by actx, which ends with this function: the
+	// goroutine is done when we return.
+	cancel()
+	<-asked
+}
+
 // Detach drops the connection and our ends of the plugin's pipes, as an
 // agent that dies would; the plugin keeps running.
 func (t *pluginTask) Detach() {
 	t.once.Do(func() {
 		close(t.detached)
-		if c, ok := t.dispensed.(io.Closer); ok {
-			_ = c.Close()
+		// A net/rpc client's Close sends Control.Quit, which stops the
+		// plugin: it is left open, and goes with the agent's process.
+		if _, netrpc := t.dispensed.(*plugin.RPCClient); !netrpc {
+			if c, ok := t.dispensed.(io.Closer); ok {
+				_ = c.Close()
+			}
 		}
 		if t.stdout != nil {
 			_ = t.stdout.Close()
@@ -395,3 +498,28 @@ func (r *attachedRunner) ID() string { return fmt.Sprint(r.p.pid) }
 
 func (r *attachedRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
 func (r *attachedRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }
+
+// socketPath is the handle's (and the registry's) form of a plugin's
+// address: a unix socket's path, or dynamic.TCPPrefix and host:port for a
+// plugin that serves TCP (go-plugin's Python example).
+func socketPath(a net.Addr) string {
+	if a.Network() == "tcp" {
+		return dynamic.TCPPrefix + a.String()
+	}
+	return a.String()
+}
+
+// ReattachAddr is the net.Addr of a reattach record's network and address.
+func ReattachAddr(network, addr string) (net.Addr, error) {
+	switch network {
+	case "tcp":
+		a, err := net.ResolveTCPAddr("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("reattach address %q: %w", addr, err)
+		}
+		return a, nil
+	case "unix", "":
+		return &net.UnixAddr{Net: "unix", Name: addr}, nil
+	}
+	return nil, fmt.Errorf("reattach address: network %q is neither unix nor tcp", network)
+}

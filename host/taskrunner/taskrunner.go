@@ -66,12 +66,17 @@ type TaskRunner struct {
 	shutdownCh chan struct{}
 	shutOnce   sync.Once
 	restartCh  chan restartRequest
+	// restartNow: the launch that just ended was killed by RestartNow;
+	// guarded by mu.
+	restartNow bool
 	done       chan struct{}
 }
 
 type restartRequest struct {
 	reason string
 	fail   bool
+	// now restarts at once, outside the restart policy (RestartNow).
+	now bool
 }
 
 // TaskSnapshot is a copy of a task's recorded state.
@@ -217,6 +222,10 @@ func (tr *TaskRunner) run() {
 		pending = nil
 		tr.setRunning(nil)
 		tr.runExited(ctx, res)
+		if tr.takeRestartNow() {
+			tr.restartAtOnce()
+			continue
+		}
 		d := tr.restarts.next(time.Now(), res.Successful())
 		if !d.restart {
 			if d.failed {
@@ -453,6 +462,11 @@ func (tr *TaskRunner) wait(t driver.Task) (res *driver.ExitResult, stop bool) {
 	case r := <-tr.restartCh:
 		tr.emit(newEvent(EventRestartSignal, r.reason))
 		tr.killTask(t, r.reason)
+		if r.now {
+			tr.mu.Lock()
+			tr.restartNow = true
+			tr.mu.Unlock()
+		}
 		if r.fail {
 			tr.emit(newEvent(EventNotRestarting, r.reason))
 			tr.finish(context.Background(), true, "")

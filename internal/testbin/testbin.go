@@ -29,6 +29,16 @@ var packages = map[string]string{
 	// go-plugin binaries nobody here wrote.
 	"plugin-go-grpc":   "github.com/hashicorp/go-plugin/examples/grpc/plugin-go-grpc",
 	"plugin-go-netrpc": "github.com/hashicorp/go-plugin/examples/grpc/plugin-go-netrpc",
+	// The rest of go-plugin's examples directory, under the names their
+	// READMEs build them as.
+	"greeter":         "github.com/hashicorp/go-plugin/examples/basic/plugin",
+	"counter-go-grpc": "github.com/hashicorp/go-plugin/examples/bidirectional/plugin-go-grpc",
+	"kv-plugin":       "github.com/hashicorp/go-plugin/examples/negotiated/plugin-go",
+	"streamer":        "github.com/hashicorp/go-plugin/examples/streaming/plugin",
+	// Our consumer of the bidirectional example.
+	"counter": "./examples/go-plugin/counter",
+	// A stand-in for go-plugin's Python example: gRPC on loopback TCP.
+	"tcpkv": "./internal/tcpkv",
 }
 
 type result struct {

@@ -1,0 +1,237 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	plugin "github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/go-plugin/runner"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+)
+
+// PluginReattach is GET /v1/plugin/TYPE/NAME/reattach: go-plugin's
+// ReattachConfig of a plugin's active instance, in a form that survives
+// JSON (go-plugin's own holds a net.Addr interface). Use ReattachConfig to
+// turn it into go-plugin's.
+type PluginReattach struct {
+	Type    string
+	Name    string
+	AllocID string
+	// Protocol is go-plugin's: "grpc" or "netrpc".
+	Protocol string
+	// ProtocolVersion is the version the plugin and the agent negotiated
+	// at launch: the consumer must dispense from its plugin set for it.
+	ProtocolVersion int
+	// Network and Addr are the plugin's socket ("unix", a path).
+	Network string
+	Addr    string
+	// Pid is the plugin's process.
+	Pid int
+}
+
+// ReattachBackend is the part of a backend that hands out reattach
+// records. It is optional: a backend without it answers 404.
+type ReattachBackend interface {
+	// PluginReattach is the reattach record of the plugin's active
+	// instance; ErrNotFound (wrapped) when it has none, or when the active
+	// instance is not a go-plugin launch.
+	PluginReattach(ctx context.Context, pluginType, name string) (*PluginReattach, error)
+}
+
+func (s *Server) getReattach(w http.ResponseWriter, r *http.Request) {
+	rb, ok := s.cfg.Backend.(ReattachBackend)
+	if !ok {
+		writeError(w, r, s.log, fmt.Errorf("this agent hands out no reattach records: %w", ErrNotFound))
+		return
+	}
+	typ, name := r.PathValue("type"), r.PathValue("name")
+	if !registryNamePattern.MatchString(typ) {
+		writeError(w, r, s.log, fieldErrorf("type", "%q is not a plugin type (letters, digits, '.', '_', '-')", typ))
+		return
+	}
+	if !registryNamePattern.MatchString(name) {
+		writeError(w, r, s.log, fieldErrorf("name", "%q is not a plugin name (letters, digits, '.', '_', '-')", name))
+		return
+	}
+	out, err := rb.PluginReattach(r.Context(), typ, name)
+	if err == nil && out == nil {
+		err = ErrNotFound
+	}
+	if err != nil {
+		writeError(w, r, s.log, fmt.Errorf("plugin %s/%s: %w", typ, name, err))
+		return
+	}
+	writeJSON(w, s.log, http.StatusOK, out)
+}
+
+// PluginReattach asks for the reattach record of a plugin's active
+// instance (GET /v1/plugin/TYPE/NAME/reattach).
+func (c *Client) PluginReattach(ctx context.Context, pluginType, name string) (*PluginReattach, error) {
+	var out PluginReattach
+	path := "/v1/plugin/" + url.PathEscape(pluginType) + "/" + url.PathEscape(name) + "/reattach"
+	if err := c.do(ctx, http.MethodGet, path, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ReattachConfig returns go-plugin's ReattachConfig for the active instance
+// of a hosted plugin. An existing go-plugin host program uses the hosted
+// plugin instead of launching its own by setting it as ClientConfig.Reattach
+// in place of Cmd (ReattachClientConfig does that and picks the plugin set of
+// the negotiated version); Client and Dispense then work as before, for
+// net/rpc and gRPC plugins alike.
+//
+// The hosted plugin is shared: the config is marked go-plugin's test mode
+// (ReattachConfig.Test), in which Client.Kill does not ask the plugin to
+// shut down (GRPCController.Shutdown, Control.Quit) and does not kill it,
+// so that no consumer's Kill or exit stops it for the others. Kill then
+// releases nothing either: the connection lives until the program exits or
+// the instance does. A program that reattaches again and again should use
+// a ReattachFollower, which reuses one client per instance.
+//
+// Calling ClientProtocol.Close yourself still sends the shutdown request,
+// and go-plugin's gRPC server stops at once: don't.
+func ReattachConfig(ctx context.Context, c *Client, pluginType, name string) (*plugin.ReattachConfig, error) {
+	r, err := c.PluginReattach(ctx, pluginType, name)
+	if err != nil {
+		return nil, err
+	}
+	return r.ReattachConfig(), nil
+}
+
+// HostedClientConfig is ReattachConfig and ReattachClientConfig in one step,
+// plus what keeps go-plugin's GRPCBroker usable: the client opens its
+// broker stream only when the program first uses the broker, and holds a
+// lease with the agent while it is open, so that the agent restarts the
+// instance when that stream ends (go-plugin's plugin side serves one broker
+// stream in its life; see broker_lease.go). Use it, or a ReattachFollower,
+// in host programs whose plugins call back through the broker.
+func HostedClientConfig(ctx context.Context, c *Client, pluginType, name string, base *plugin.ClientConfig) (*plugin.ClientConfig, error) {
+	r, err := c.PluginReattach(ctx, pluginType, name)
+	if err != nil {
+		return nil, err
+	}
+	return r.ClientConfig(c, base)
+}
+
+// ClientConfig is base reattached to this record's instance, with the
+// broker lease of HostedClientConfig; c is the agent's client.
+func (r *PluginReattach) ClientConfig(c *Client, base *plugin.ClientConfig) (*plugin.ClientConfig, error) {
+	cfg, err := ReattachClientConfig(base, r.ReattachConfig())
+	if err != nil {
+		return nil, err
+	}
+	opts := make([]grpc.DialOption, 0, len(base.GRPCDialOptions)+1)
+	opts = append(opts, base.GRPCDialOptions...)
+	cfg.GRPCDialOptions = append(opts, leasedBrokerStreams(&brokerLease{c: c, rec: *r}))
+	return cfg, nil
+}
+
+// ReattachConfig is go-plugin's ReattachConfig for this record: test mode
+// (see the ReattachConfig function), and a runner that learns of the
+// plugin's exit from a pidfd instead of go-plugin's once-a-second
+// kill(pid, 0) poll (which a consumer that is not the plugin's user cannot
+// make anyway).
+func (r *PluginReattach) ReattachConfig() *plugin.ReattachConfig {
+	var addr net.Addr = &net.UnixAddr{Net: "unix", Name: r.Addr}
+	if r.Network == "tcp" {
+		// go-plugin's Python example serves TCP on loopback.
+		if a, err := net.ResolveTCPAddr("tcp", r.Addr); err == nil {
+			addr = a
+		}
+	}
+	pid := r.Pid
+	return &plugin.ReattachConfig{
+		Protocol:        plugin.Protocol(r.Protocol),
+		ProtocolVersion: r.ProtocolVersion,
+		Addr:            addr,
+		Pid:             pid,
+		Test:            true,
+		ReattachFunc: func() (runner.AttachedRunner, error) {
+			return attachPidfd(pid)
+		},
+	}
+}
+
+// ReattachClientConfig returns a copy of base (a go-plugin host program's
+// own ClientConfig) that reattaches with rc instead of launching: Cmd and
+// RunnerFunc cleared, Reattach set, and Plugins set to the plugin set of the
+// version the hosted instance speaks (go-plugin does not negotiate on
+// reattach; it dispenses from Plugins).
+func ReattachClientConfig(base *plugin.ClientConfig, rc *plugin.ReattachConfig) (*plugin.ClientConfig, error) {
+	cfg := *base
+	cfg.Cmd, cfg.RunnerFunc, cfg.Reattach = nil, nil, rc
+	switch set, ok := base.VersionedPlugins[rc.ProtocolVersion]; {
+	case ok:
+		cfg.Plugins = set
+	case base.Plugins != nil && (base.ProtocolVersion == 0 || int(base.ProtocolVersion) == rc.ProtocolVersion):
+	default:
+		return nil, fmt.Errorf("reattach: the hosted plugin speaks protocol version %d, and the client config has no plugin set for it", rc.ProtocolVersion)
+	}
+	return &cfg, nil
+}
+
+// pidfdRunner is go-plugin's view of a hosted plugin's process in a
+// consumer. In test mode go-plugin only waits on it (to mark the client
+// exited); it never kills it.
+type pidfdRunner struct {
+	pid int
+	f   *os.File
+}
+
+// attachPidfd opens a pidfd for pid: the instance is alive now, and its
+// exit makes the pidfd readable, which the runtime's poller waits for
+// without holding a thread.
+func attachPidfd(pid int) (*pidfdRunner, error) {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return nil, fmt.Errorf("reattach: plugin process %d is gone: %w", pid, err)
+		}
+		return nil, fmt.Errorf("reattach: pidfd_open %d: %w", pid, err)
+	}
+	return &pidfdRunner{pid: pid, f: os.NewFile(uintptr(fd), "pidfd")}, nil
+}
+
+// Wait returns once the plugin has exited. go-plugin calls it from a
+// goroutine of its own, once per client, which ends with the instance.
+func (r *pidfdRunner) Wait(ctx context.Context) error {
+	defer r.f.Close()
+	rc, err := r.f.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("pidfd: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = r.f.SetReadDeadline(aLongTimeAgo) })
+	defer stop()
+	err = rc.Read(func(fd uintptr) bool {
+		n, perr := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+		return perr != nil || n > 0
+	})
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// aLongTimeAgo is a deadline in the past: it wakes a blocked read at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// Kill is never called in test mode; it refuses rather than signal a
+// plugin other consumers use.
+func (r *pidfdRunner) Kill(context.Context) error {
+	return errors.New("a hosted plugin is stopped by its agent, not by a consumer")
+}
+
+func (r *pidfdRunner) ID() string { return strconv.Itoa(r.pid) }
+
+func (r *pidfdRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
+func (r *pidfdRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }

@@ -1,0 +1,92 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pluginhost/pluginhost/dynamic"
+	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/csiplugin"
+)
+
+// PluginReattach implements api.ReattachBackend: go-plugin's reattach record
+// of a plugin's active instance, from the options its supervision
+// registered with it (the task's handle at launch or re-adoption). The
+// registry is the truth about which instance is active, so the answer and
+// the PluginActiveInstance events agree.
+func (a *Agent) PluginReattach(_ context.Context, pluginType, name string) (*api.PluginReattach, error) {
+	p, ok := a.registry.Active(pluginType, name)
+	if !ok {
+		return nil, fmt.Errorf("no active instance: %w", api.ErrNotFound)
+	}
+	proto := p.Options[csiplugin.OptionGoPluginProtocol]
+	if proto == "" || p.ConnectionInfo == nil {
+		return nil, fmt.Errorf("active instance %s is not a go-plugin plugin of a type other than CSI's (no reattach record): %w", p.AllocID, api.ErrNotFound)
+	}
+	version, err := strconv.Atoi(p.Options[csiplugin.OptionGoPluginProtocolVersion])
+	if err != nil {
+		return nil, fmt.Errorf("registration of %s: protocol version %q: %w", p.AllocID, p.Options[csiplugin.OptionGoPluginProtocolVersion], err)
+	}
+	pid, err := strconv.Atoi(p.Options[csiplugin.OptionGoPluginPid])
+	if err != nil {
+		return nil, fmt.Errorf("registration of %s: pid %q: %w", p.AllocID, p.Options[csiplugin.OptionGoPluginPid], err)
+	}
+	network, addr := "unix", p.ConnectionInfo.SocketPath
+	if a, ok := strings.CutPrefix(addr, dynamic.TCPPrefix); ok {
+		network, addr = "tcp", a
+	}
+	return &api.PluginReattach{
+		Type: pluginType, Name: name, AllocID: p.AllocID,
+		Protocol: proto, ProtocolVersion: version,
+		Network: network, Addr: addr, Pid: pid,
+	}, nil
+}
+
+// HoldBroker implements api.BrokerBackend. A consumer holds the lease while
+// its go-plugin broker stream to the instance is open; when the lease ends
+// (the stream ended, or the consumer's process exited) go-plugin's broker in
+// the plugin is closed for good (v1.8's gRPCBrokerServer.StartStream defers
+// Close), so no later consumer's callbacks would work. The agent restarts
+// the instance at once, outside its restart policy, and says why in the
+// task's "Restart Signaled" event. Nothing happens if the agent is
+// stopping, or if the instance is no longer the launch the lease was for.
+func (a *Agent) HoldBroker(ctx context.Context, pluginType, name, allocID string, pid int, held func()) error {
+	if !a.isLaunch(pluginType, name, allocID, pid) {
+		return fmt.Errorf("no registration of this launch (pid %d): %w", pid, api.ErrNotFound)
+	}
+	a.mu.Lock()
+	runCtx := a.runCtx
+	a.mu.Unlock()
+	if runCtx == nil {
+		return fmt.Errorf("the agent is not running: %w", api.ErrNotFound)
+	}
+	held()
+	select {
+	case <-ctx.Done():
+	case <-runCtx.Done():
+	}
+	if runCtx.Err() != nil || !a.isLaunch(pluginType, name, allocID, pid) {
+		return nil
+	}
+	for _, d := range a.declaredGeneric()[genericKey(pluginType, name)] {
+		if d.alloc.runner.ID() != allocID {
+			continue
+		}
+		if tr := d.alloc.runner.Task(d.task); tr != nil {
+			a.logger.Info("restarting plugin: a consumer's go-plugin broker stream ended",
+				"plugin", pluginType+"/"+name, "alloc_id", allocID, "pid", pid)
+			tr.RestartNow(fmt.Sprintf("plugin %s/%s: go-plugin's GRPCBroker was closed when a consumer that used it went away "+
+				"(go-plugin v1.8 serves one broker stream per plugin process); restarting so that callbacks work again", pluginType, name))
+		}
+	}
+	return nil
+}
+
+// isLaunch reports whether allocID's registration of the plugin is the
+// launch with pid.
+func (a *Agent) isLaunch(pluginType, name, allocID string, pid int) bool {
+	p, ok := a.registry.ForAlloc(pluginType, name, allocID)
+	return ok && p.Options[csiplugin.OptionGoPluginPid] == strconv.Itoa(pid)
+}
