@@ -4,7 +4,9 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"syscall"
@@ -350,4 +352,67 @@ func TestV1HalfRemovedGroup(t *testing.T) {
 	if _, err := m.Open(g.Path()); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Open of a removed group: %v", err)
 	}
+}
+
+// A thread that enters a group forks a child born in it, in every
+// hierarchy, and comes back to its own cgroups; the process it belongs to
+// is not left listed in the group.
+func TestV1EnterThreadForksIntoTheGroup(t *testing.T) {
+	m := realV1(t)
+	g, err := m.Create("thread", Limits{MemoryMB: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		before, after string
+		cmd           *exec.Cmd
+		err           error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		var r result
+		b, _ := os.ReadFile("/proc/thread-self/cgroup")
+		r.before = string(b)
+		leave, err := g.EnterThread()
+		if err != nil {
+			r.err = err
+			ch <- r
+			return // locked: the thread ends with the goroutine
+		}
+		r.cmd = exec.Command("sleep", "300")
+		r.err = r.cmd.Start()
+		if err := leave(); err != nil {
+			r.err = errors.Join(r.err, err)
+			ch <- r
+			return
+		}
+		b, _ = os.ReadFile("/proc/thread-self/cgroup")
+		r.after = string(b)
+		runtime.UnlockOSThread()
+		ch <- r
+	}()
+	r := <-ch
+	if r.cmd != nil && r.cmd.Process != nil {
+		t.Cleanup(func() { _ = r.cmd.Process.Kill(); _ = r.cmd.Wait() })
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.after != r.before {
+		t.Fatalf("the thread did not come back:\nbefore %s\nafter %s", r.before, r.after)
+	}
+	pid := r.cmd.Process.Pid
+	for _, f := range g.ProcsFiles() {
+		if got := readTrim(t, f); got != strconv.Itoa(pid) {
+			t.Errorf("%s lists %q, want the child %d alone", f, got, pid)
+		}
+	}
+	if err := g.Kill(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	checkGone(t, g)
 }
