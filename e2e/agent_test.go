@@ -35,6 +35,9 @@ type env struct {
 	// cgroupParent holds this env's task cgroups, apart from every other
 	// test's, so that what a test leaves behind is its own.
 	cgroupParent string
+	// noCgroups starts the agent where no cgroup file system is mounted
+	// (see newEnvNoCgroups).
+	noCgroups bool
 
 	// extraEnv is appended to every agent's environment (later values
 	// win), e.g. an XDG_RUNTIME_DIR of the test's own.
@@ -156,6 +159,11 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 func (e *env) launch() (a *agentProc, started <-chan struct{}) {
 	e.t.Helper()
 	cmd := exec.Command(e.bin, "agent", "-config", e.cfgPath)
+	if e.noCgroups {
+		// unshare and the shell exec in turn: the agent keeps the pid.
+		cmd = exec.Command("unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+			`umount -l /sys/fs/cgroup && exec "$0" "$@"`, e.bin, "agent", "-config", e.cfgPath)
+	}
 	cmd.Dir = e.root
 	cmd.Env = append(append(os.Environ(), api.EnvAddr+"="+e.addr()), e.extraEnv...)
 	a = &agentProc{t: e.t, cmd: cmd, exited: make(chan struct{})}
