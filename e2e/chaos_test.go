@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -84,6 +85,8 @@ type chaosSpec struct {
 	count int
 	tasks []string
 	src   string
+	// limited: the tasks have a 16 MB memory limit.
+	limited bool
 }
 
 type stateKind int
@@ -139,6 +142,9 @@ type chaosJob struct {
 	id       string
 	driver   string // "" for shell jobs, else the CSI plugin's driver
 	pluginID string
+	// exec runs a shell job's tasks under the exec driver: a root of
+	// their own, private pid and ipc namespaces, user nobody.
+	exec bool
 	// state is what the last check found.
 	state jobState
 	// allocs are the allocations the agent has shown or acknowledged
@@ -180,7 +186,11 @@ func (op *chaosOp) String() string {
 	case "kill-task":
 		return "kill-task " + op.desc
 	case "run", "update":
-		return fmt.Sprintf("%s %s→%s×%d", op.kind, op.job.id, op.spec.token, op.spec.count)
+		lim := ""
+		if op.spec.limited {
+			lim = " (16 MB)"
+		}
+		return fmt.Sprintf("%s %s→%s×%d%s", op.kind, op.job.id, op.spec.token, op.spec.count, lim)
 	}
 	return op.kind + " " + op.job.id
 }
@@ -239,6 +249,62 @@ func TestChaos(t *testing.T) {
 	for r := 1; r <= rounds; r++ {
 		c.round(r)
 	}
+	c.finish()
+}
+
+// finish stops every job, cleanly, through the last agent, and checks
+// that the whole run left nothing behind: no task process or log shipper,
+// no task cgroup under the env's parent, no mount under its data dir
+// (exec tasks mount in namespaces of their own, which die with their
+// processes). Groups and mounts a kill -9 left mid-launch were the
+// restarted agents' to clean up.
+func (c *chaos) finish() {
+	t := c.t
+	a := c.cur
+	for _, j := range c.jobs {
+		ctx, cancel := context.WithTimeout(context.Background(), chaosOpTimeout)
+		err := a.client.StopJob(ctx, j.id, false)
+		cancel()
+		if err != nil && !errors.Is(err, api.ErrNotFound) {
+			t.Errorf("final stop of job %s: %v", j.id, err)
+		}
+	}
+	// There is no event for the end of a process that is not ours: poll.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := c.leftoverProcs(a)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("processes left after every job stopped: %s", describe(left))
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	assertNoCgroups(t, c.e.cgroupParent)
+	if m := c.e.volumeMounts(t); len(m) > 0 {
+		t.Errorf("mounts left after every job stopped: %v", m)
+	}
+}
+
+// leftoverProcs lists the processes other than the agent that carry one
+// of this run's markers (task processes, whatever their root) or mention
+// the env's root (log shippers, raw_exec tasks).
+func (c *chaos) leftoverProcs(a *agentProc) []int {
+	var out []int
+	mark := []byte("E2E_MARK=" + c.prefix)
+	root := []byte(c.e.root)
+	for pid, p := range scanProcs() {
+		if pid == a.pid() || pid == os.Getpid() {
+			continue
+		}
+		if bytes.Contains(p.environ, mark) || bytes.Contains(p.cmdline, root) || bytes.Contains(p.environ, root) {
+			out = append(out, pid)
+		}
+	}
+	sort.Ints(out)
+	return out
 }
 
 // newChaos starts the first agent of a chaos run.
@@ -249,8 +315,8 @@ func newChaos(t *testing.T, seed uint64) *chaos {
 	e := newEnv(t, csiConfig+"gc_max_allocs = 1000000\ngc_disk_usage_threshold = 100\ngc_inode_usage_threshold = 100\n")
 	c := &chaos{t: t, e: e, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), seed: seed,
 		prefix: filepath.Base(e.root) + ":", skip: map[string]bool{}, failures: map[string]int{}}
-	for _, id := range []string{"a", "b", "c"} {
-		c.jobs = append(c.jobs, &chaosJob{id: id, allocs: map[string]bool{}})
+	for _, id := range []string{"a", "b", "c", "x"} {
+		c.jobs = append(c.jobs, &chaosJob{id: id, exec: id == "x", allocs: map[string]bool{}})
 	}
 	for _, drv := range []string{"go_plugin", "raw_exec"} {
 		id := map[string]string{"go_plugin": "gp", "raw_exec": "rx"}[drv]
@@ -328,7 +394,7 @@ func agentLog(a *agentProc, n int) string {
 // middle of it, starts the next agent and checks it.
 func (c *chaos) round(r int) {
 	a := c.cur
-	ops := c.pickOps()
+	ops := c.pickOps(r)
 	// Most kills fall within the submissions (a few ms each) or the
 	// task starts and stops they cause; some rounds let the churn finish
 	// first, so that an agent with settled state is killed as well.
@@ -404,12 +470,14 @@ func (c *chaos) round(r int) {
 
 // pickOps chooses at most one operation per job (the agent serializes
 // submissions, but in an order the test cannot know, so two on one job
-// would make the model ambiguous) and a few task kills.
-func (c *chaos) pickOps() []*chaosOp {
+// would make the model ambiguous) and a few task kills. The first round
+// runs every job, so that a short run (`make test`'s few rounds) has every
+// kind of task: raw_exec and exec shells, CSI plugins.
+func (c *chaos) pickOps(r int) []*chaosOp {
 	var ops []*chaosOp
 	for len(ops) == 0 {
 		for _, j := range c.jobs {
-			if c.rng.IntN(2) == 0 {
+			if r > 1 && c.rng.IntN(2) == 0 {
 				continue
 			}
 			var kinds []string
@@ -457,14 +525,38 @@ func (c *chaos) newSpec(j *chaosJob) *chaosSpec {
 	} else {
 		s.count = 1 + c.rng.IntN(3)
 		group = fmt.Sprintf("    count = %d\n%s", s.count, chaosRestart)
+		task, trap := shTask, ""
+		if j.exec {
+			// As pid 1 of its pid namespace the shell gets no SIGTERM
+			// without a handler: without the trap every stop would wait
+			// out the kill timeout.
+			task, trap = execTask, `trap 'exit 0' TERM; `
+		}
+		// Half the submissions get a small memory limit, and their side
+		// task a child the OOM killer ends at once (the task lives on):
+		// the limit is enforced, and a group with an OOM kill in it
+		// goes away like any other.
+		limited := c.rng.IntN(2) == 0
+		s.limited = limited
+		oom := ""
+		if limited {
+			oom = "dd if=/dev/zero of=/dev/null bs=64M count=1 2>/dev/null; "
+		}
 		// A shell loop forks a child twice a second, as real tasks do;
 		// the top-process rule must not count those children.
-		loop := shTask("main", c.marker(j.id, s.token, "main"),
-			fmt.Sprintf(`echo "spec %s"; while :; do sleep 0.5; done`, s.token))
-		tasks = append(tasks, loop)
+		tasks = append(tasks, task("main", c.marker(j.id, s.token, "main"),
+			fmt.Sprintf(`%secho "spec %s"; while :; do sleep 0.5; done`, trap, s.token)))
 		if c.rng.IntN(2) == 0 {
-			tasks = append(tasks, shTask("side", c.marker(j.id, s.token, "side"),
-				fmt.Sprintf(`echo "spec %s"; exec sleep 1000000`, s.token)))
+			side := fmt.Sprintf(`%secho "spec %s"; exec sleep 1000000`, oom, s.token)
+			if j.exec {
+				side = fmt.Sprintf(`%s%secho "spec %s"; sleep 1000000 & wait`, trap, oom, s.token)
+			}
+			tasks = append(tasks, task("side", c.marker(j.id, s.token, "side"), side))
+		}
+		if limited {
+			for i := range tasks {
+				tasks[i].extra = "      resources {\n        memory = 16\n      }\n"
+			}
 		}
 	}
 	for _, tk := range tasks {

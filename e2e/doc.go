@@ -36,9 +36,11 @@
 //
 // TestChaos (chaos_test.go) runs the agent through random rounds of churn on
 // a few job IDs: runs, updates (a new token in the task's marker and
-// script, sometimes a new count), stops, purges, mockcsi as a CSI plugin
-// under go_plugin and under raw_exec, and SIGKILLs of task processes, all
-// fired at once; it kills the agent with SIGKILL at a random moment of that
+// script, sometimes a new count), stops, purges, shell tasks under
+// raw_exec and under exec (own root, pid namespace, user nobody), half of
+// them with a 16 MB memory limit and an OOM-killed child, mockcsi as a
+// CSI plugin under go_plugin and under raw_exec, and SIGKILLs of task
+// processes, all fired at once (the first round runs every job); it kills the agent with SIGKILL at a random moment of that
 // churn and starts it again on the same data dir. The test keeps a model of
 // what each job must be: a submission answered 200 is accepted, one answered
 // with an error is not, one cut off by the kill may have been either, so the
@@ -48,7 +50,10 @@
 // checks that the agent is ready, that each running task is one process with
 // the recorded pid, that no task process is left over, that no accepted job
 // or allocation is lost, that each job runs its last accepted spec with its
-// count and version, and that running plugins are healthy and active. The
+// count and version, and that running plugins are healthy and active.
+// After the last round it stops every job and checks that no task
+// process, log shipper, task cgroup (under the env's own cgroup_parent)
+// or mount is left. The
 // random choices come from -chaos.seed, logged first, and the number of
 // rounds from -chaos.rounds: `make test` runs a few rounds, `make chaos
 // SEED=.. ROUNDS=..` a long run that counts failures per check
