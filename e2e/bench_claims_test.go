@@ -161,7 +161,7 @@ func BenchmarkAgentRestartVolumes(b *testing.B) {
 	tk := shTask("t", m, sleeper)
 	tk.extra = volumeMount("data", filepath.Join(e.root, "mnt"), false)
 	group := fmt.Sprintf("    count = %d\n", restartVolumes) + perAllocVolumeBlock("data", "rv", "single-node-writer", false)
-	a.runJob("many", jobHCL("many", group, tk))
+	a.runStarted("many", jobHCL("many", group, tk), restartVolumes) // see runStarted
 	allRunning := jobRunning("many", "t", restartVolumes)
 	a.mustWait("all running", 5*time.Minute, allRunning(a), api.TopicAllocation)
 	before := p.calls(b, nil)

@@ -122,7 +122,8 @@ func BenchmarkAgentRestart(b *testing.B) {
 	e := newEnv(b, "")
 	a := e.start()
 	m := e.markerFor("many")
-	a.runJob("many", jobHCL("many", fmt.Sprintf("    count = %d", restartTasks), shTask("t", m, sleeper)))
+	// Started events, not "running": see runStarted.
+	a.runStarted("many", jobHCL("many", fmt.Sprintf("    count = %d", restartTasks), shTask("t", m, sleeper)), restartTasks)
 	allRunning := jobRunning("many", "t", restartTasks)
 	var rss int64
 	restartLoop(b, e, a, m, restartTasks, "tasks running", api.TopicAllocation, allRunning, func(a *agentProc) {
