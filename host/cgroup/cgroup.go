@@ -358,11 +358,16 @@ func (m *Manager) Create(name string, l Limits) (*Group, error) {
 		}
 	}
 	for _, dir := range g.dirs {
-		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-			undo()
-			return nil, fmt.Errorf("creating cgroup %s: %w", g.path, err)
-		}
 		err := unix.Mkdir(dir, 0o755)
+		if errors.Is(err, unix.ENOENT) {
+			// The parent, made by the first task only: a stat of it
+			// on every launch costs as much as the mkdir.
+			if err = os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+				undo()
+				return nil, fmt.Errorf("creating cgroup %s: %w", g.path, err)
+			}
+			err = unix.Mkdir(dir, 0o755)
+		}
 		switch {
 		case err == nil:
 			made = append(made, dir)
@@ -376,6 +381,7 @@ func (m *Manager) Create(name string, l Limits) (*Group, error) {
 		undo()
 		return nil, fmt.Errorf("creating cgroup %s: %w", g.path, err)
 	}
+	g.fresh = len(made) == len(g.dirs)
 	m.logger.Debug("cgroup ready", "path", g.path, "new", len(made) > 0,
 		"memory_mb", l.MemoryMB, "memory_max_mb", l.MemoryMaxMB, "cpu", l.CPU)
 	return g, nil

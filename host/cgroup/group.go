@@ -30,7 +30,14 @@ type Group struct {
 	// The directories holding each controller's files, "" when the
 	// controller is not there.
 	mem, cpu, cpuacct, freezer string
+	// fresh: Create made every directory of the group.
+	fresh bool
 }
+
+// Fresh reports that Create made every directory of the group itself,
+// just now: no process can be in it yet, so a launch need not look for
+// (and kill) what an earlier launch left there.
+func (g *Group) Fresh() bool { return g.fresh }
 
 // Path is the group's path within every hierarchy, e.g.
 // "/pluginhost/<allocID>.<task>": persist it in the task handle and give it
@@ -171,6 +178,12 @@ func (g *Group) sweep(ctx context.Context) ([]int, error) {
 	ps, err := g.Pids()
 	if err == nil {
 		for _, pid := range ps {
+			if pid == os.Getpid() {
+				// A thread of ours that started a task and could not
+				// leave its group (EnterThread) is on its way out:
+				// its process is the agent.
+				continue
+			}
 			if kerr := unix.Kill(pid, unix.SIGKILL); kerr != nil && !errors.Is(kerr, unix.ESRCH) {
 				err = fmt.Errorf("kill %d: %w", pid, kerr)
 				break

@@ -56,7 +56,9 @@ func (g *Group) EnterThread() (leave func() error, err error) {
 			}
 		}
 		if err := errors.Join(errs...); err != nil {
-			return fmt.Errorf("moving the thread out of cgroup %s: %w", g.path, err)
+			err = fmt.Errorf("moving the thread out of cgroup %s: %w", g.path, err)
+			g.m.logger.Warn("a thread that started a task could not leave its cgroup; it is let go", "error", err)
+			return err
 		}
 		return nil
 	}
@@ -72,9 +74,9 @@ func (g *Group) EnterThread() (leave func() error, err error) {
 }
 
 // threadTasksFiles maps each hierarchy root to the tasks file of the
-// calling thread's cgroup in it (from /proc/thread-self/cgroup), checking
-// that each exists: a thread whose cgroup cannot be named could not go
-// back to it.
+// calling thread's cgroup in it (from /proc/thread-self/cgroup). They are
+// not checked: that costs five stats on every launch, and a thread that
+// cannot go back is let go with a warning (see EnterThread).
 func (m *Manager) threadTasksFiles() (map[string]string, error) {
 	b, err := os.ReadFile("/proc/thread-self/cgroup")
 	if err != nil {
@@ -92,11 +94,7 @@ func (m *Manager) threadTasksFiles() (map[string]string, error) {
 			if root == "" {
 				continue
 			}
-			p := filepath.Join(root, f[2], "tasks")
-			if _, err := os.Stat(p); err != nil {
-				return nil, fmt.Errorf("the thread's cgroup in %s: %w", root, err)
-			}
-			out[root] = p
+			out[root] = filepath.Join(root, f[2], "tasks")
 		}
 	}
 	return out, nil

@@ -183,6 +183,9 @@ func TestV1LimitsOnFakeRoots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if g.Fresh() {
+		t.Error("a group whose directories were there already is Fresh")
+	}
 	for f, want := range map[string]string{
 		filepath.Join(mem, "nomad/a.web/memory.limit_in_bytes"):      strconv.Itoa(96 << 20),
 		filepath.Join(mem, "nomad/a.web/memory.soft_limit_in_bytes"): strconv.Itoa(64 << 20),

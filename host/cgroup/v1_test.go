@@ -363,6 +363,9 @@ func TestV1EnterThreadForksIntoTheGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !g.Fresh() {
+		t.Error("a group Create made (parent included) is not Fresh")
+	}
 	type result struct {
 		before, after string
 		cmd           *exec.Cmd

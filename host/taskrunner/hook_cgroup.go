@@ -37,10 +37,14 @@ func (h *cgroupHook) Prestart(ctx context.Context, req *HookRequest) error {
 		return fmt.Errorf("cgroup: %w", err)
 	}
 	// A group left by a launch whose end the agent did not see (it was
-	// down) may still hold processes: they are not this launch's.
-	if pids, err := g.Pids(); err == nil && len(pids) > 0 {
-		if err := g.Kill(ctx); err != nil {
-			return fmt.Errorf("cgroup: clearing the previous launch's processes: %w", err)
+	// down) may still hold processes: they are not this launch's. A
+	// group made just now holds none (and listing five hierarchies costs
+	// a quarter of a millisecond on the launch path).
+	if !g.Fresh() {
+		if pids, err := g.Pids(); err == nil && len(pids) > 0 {
+			if err := g.Kill(ctx); err != nil {
+				return fmt.Errorf("cgroup: clearing the previous launch's processes: %w", err)
+			}
 		}
 	}
 	req.Cgroup = &taskCgroup{g}
