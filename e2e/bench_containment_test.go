@@ -18,11 +18,12 @@ import (
 // without; exec within 1.5× of raw_exec; 100 exec tasks re-adopted in
 // 0.3 s; under 256 KiB of agent RSS per task.
 
-// termSleeper runs forever and ends on SIGTERM, also as an exec task: as
-// pid 1 of its pid namespace a process gets no signal it has no handler
-// for (SIGKILL aside), so `exec sleep` would make every stop of an exec
-// task wait out its kill_timeout. wait returns on the trapped signal.
-const termSleeper = `trap 'exit 0' TERM; echo started; sleep 1000000 & wait`
+// termSleeper runs forever and ends on the kill signal (SIGINT by
+// default, or SIGTERM), also as an exec task: as pid 1 of its pid
+// namespace a process gets no signal it has no handler for (SIGKILL
+// aside), so an exec task of `exec sleep` makes every stop wait out its
+// kill_timeout. wait returns on the trapped signal.
+const termSleeper = `trap 'exit 0' INT TERM; echo started; sleep 1000000 & wait`
 
 // newEnvNoCgroups is newEnv for an agent that cannot use cgroups: it runs
 // in a mount namespace of its own where /sys/fs/cgroup is unmounted, as

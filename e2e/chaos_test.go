@@ -527,10 +527,11 @@ func (c *chaos) newSpec(j *chaosJob) *chaosSpec {
 		group = fmt.Sprintf("    count = %d\n%s", s.count, chaosRestart)
 		task, trap := shTask, ""
 		if j.exec {
-			// As pid 1 of its pid namespace the shell gets no SIGTERM
-			// without a handler: without the trap every stop would wait
-			// out the kill timeout.
-			task, trap = execTask, `trap 'exit 0' TERM; `
+			// As pid 1 of its pid namespace the shell gets no signal it
+			// has no handler for: the trap makes sure the kill signal
+			// (SIGINT) ends it rather than the SIGKILL after
+			// kill_timeout.
+			task, trap = execTask, `trap 'exit 0' INT TERM; `
 		}
 		// Half the submissions get a small memory limit, and their side
 		// task a child the OOM killer ends at once (the task lives on):

@@ -18,7 +18,7 @@ import (
 // has no such call. There the thread that forks first moves itself into
 // the group (a v1 thread can be in other cgroups than its process), so
 // that the child is born there, and moves back after (startFromGroup).
-// Should the thread not manage to (its own cgroups cannot be named, say),
+// Should the thread not get in (a hierarchy refuses it, say),
 // the child is started traced (PTRACE_TRACEME) instead, which stops it at
 // its first exec, before the new program's first instruction; it is moved
 // into the group while stopped and then let go. That second way costs an
