@@ -47,28 +47,34 @@ func assertNoCgroups(t testing.TB, parent string) {
 // design, and the test's cleanup must not.
 func removeCgroups(t testing.TB, parent string) {
 	for _, dir := range taskCgroups(parent) {
-		if strings.HasPrefix(dir, "/sys/fs/cgroup/freezer/") {
-			_ = os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("THAWED"), 0)
-		}
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-			pids := strings.Fields(string(b))
-			for _, p := range pids {
-				if pid, err := strconv.Atoi(p); err == nil {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
-			if err := os.Remove(dir); err == nil || os.IsNotExist(err) || time.Now().After(deadline) {
-				if err != nil && !os.IsNotExist(err) {
-					t.Logf("remove cgroup %s: %v", dir, err)
-				}
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		removeCgroupDir(t, dir)
 	}
 	for _, r := range cgroupRoots {
 		_ = os.Remove(filepath.Join(r, parent))
+	}
+}
+
+// removeCgroupDir kills every process in one task cgroup directory (thawed
+// first if it is a freezer's) and removes it.
+func removeCgroupDir(t testing.TB, dir string) {
+	if strings.HasPrefix(dir, "/sys/fs/cgroup/freezer/") {
+		_ = os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("THAWED"), 0)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		pids := strings.Fields(string(b))
+		for _, p := range pids {
+			if pid, err := strconv.Atoi(p); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		if err := os.Remove(dir); err == nil || os.IsNotExist(err) || time.Now().After(deadline) {
+			if err != nil && !os.IsNotExist(err) {
+				t.Logf("remove cgroup %s: %v", dir, err)
+			}
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

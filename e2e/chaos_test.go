@@ -27,7 +27,7 @@ var (
 	chaosSeed      = flag.Uint64("chaos.seed", 1, "TestChaos: seed of the random operations and kill moments")
 	chaosRounds    = flag.Int("chaos.rounds", 4, "TestChaos: rounds of churn, kill -9 and restart")
 	chaosKeepGoing = flag.Bool("chaos.keepgoing", false, "TestChaos: after a failed round, purge the failing jobs and go on (to count failures) instead of stopping")
-	chaosSkip      = flag.String("chaos.skip", "", "TestChaos: comma-separated checks not to fail on (start, pids, orphans, lost, spec, version, plugins); for debugging only")
+	chaosSkip      = flag.String("chaos.skip", "", "TestChaos: comma-separated checks not to fail on (start, pids, orphans, lost, spec, version, plugins, cgroups); for debugging only")
 )
 
 // The checks TestChaos makes after every restart, by the name failures are
@@ -40,11 +40,12 @@ const (
 	checkSpec    = "spec"    // a job runs its last accepted spec only, whole, with its count
 	checkVersion = "version" // Job.Version counts accepted changes; allocations carry it
 	checkPlugins = "plugins" // running plugin jobs are healthy and active, stopped ones gone
+	checkCgroups = "cgroups" // a running task is in its own cgroup; no other task cgroup exists
 	// checkNote marks what is worth reporting but not a failure.
 	checkNote = "note"
 )
 
-var allChecks = []string{checkStart, checkPids, checkOrphans, checkLost, checkSpec, checkVersion, checkPlugins}
+var allChecks = []string{checkStart, checkPids, checkOrphans, checkLost, checkSpec, checkVersion, checkPlugins, checkCgroups}
 
 const (
 	// chaosSettle bounds the wait for the state to converge after a
@@ -200,6 +201,8 @@ type problem struct {
 	check string
 	job   string
 	msg   string
+	// cgroup is the task cgroup directory a cgroups problem is about.
+	cgroup string
 }
 
 func (p problem) String() string {
@@ -376,6 +379,16 @@ func TestChaosChecksSeeDefects(t *testing.T) {
 	expect("a process of no allocation", checkOrphans, cands)
 	cands[j.id] = []jobState{{kind: stGone}}
 	expect("a job running that the model holds purged", checkSpec, cands)
+	if len(taskCgroups(c.e.cgroupParent)) == 0 {
+		t.Log("tasks run without cgroups here: the cgroups check is not tried")
+		return
+	}
+	stray := filepath.Join(filepath.Dir(taskCgroups(c.e.cgroupParent)[0]), "stray.task")
+	if err := os.Mkdir(stray, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(stray) })
+	expect("a task cgroup of no task", checkCgroups, cands)
 }
 
 // agentLog is the tail of an agent's output without the debug lines of API
@@ -875,6 +888,7 @@ func (c *chaos) verify(ctx context.Context, a *agentProc, cands map[string][]job
 			add(checkOrphans, p.job, "process %s belongs to no running task of a wanted allocation", p)
 		}
 	}
+	probs = append(probs, c.checkCgroups(views)...)
 
 	// Checks 4, 5 and 6, job by job.
 	pinned := map[string]found{}
@@ -889,6 +903,62 @@ func (c *chaos) verify(ctx context.Context, a *agentProc, cands map[string][]job
 		pinned[j.id] = f
 	}
 	return probs, pinned
+}
+
+// checkCgroups is check 7: every running task's process is in the task's
+// own cgroup, and every task cgroup under the env's parent is a running
+// task's. A kill -9 in the middle of a launch or a stop leaves a group no
+// record owns, which the next agent must remove (and kill what is in it).
+func (c *chaos) checkCgroups(views map[string]*jobView) []problem {
+	var probs []problem
+	running := map[string]bool{} // <alloc>.<task>
+	for _, j := range c.jobs {
+		for _, al := range views[j.id].wanted {
+			for _, task := range al.Tasks {
+				if ts := al.TaskStates[task]; ts == nil || ts.State != api.TaskStateRunning {
+					continue
+				}
+				name := al.ID + "." + task
+				running[name] = true
+				want := c.e.cgroupParent + "/" + name
+				pid := lastPid(al, task)
+				if got, ok := memoryCgroup(pid); ok && got != want {
+					probs = append(probs, problem{check: checkCgroups, job: j.id,
+						msg: fmt.Sprintf("allocation %s task %s: pid %d is in cgroup %s, want %s", short(al.ID), task, pid, got, want)})
+				}
+			}
+		}
+	}
+	for _, dir := range taskCgroups(c.e.cgroupParent) {
+		if !running[filepath.Base(dir)] {
+			probs = append(probs, problem{check: checkCgroups, cgroup: dir,
+				msg: fmt.Sprintf("task cgroup %s belongs to no running task", dir)})
+		}
+	}
+	return probs
+}
+
+// memoryCgroup is the cgroup of pid in the memory hierarchy (v1) or the
+// unified one (v2); ok is false if the process is gone.
+func memoryCgroup(pid int) (string, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil || pid <= 0 {
+		return "", false
+	}
+	unified := ""
+	for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		if slices.Contains(strings.Split(f[1], ","), "memory") {
+			return f[2], true
+		}
+		if f[1] == "" {
+			unified = f[2]
+		}
+	}
+	return unified, unified != ""
 }
 
 // found is the state a check found a job in, with its allocations.
@@ -1209,6 +1279,12 @@ func (c *chaos) heal(a restarted, probs []problem) {
 	// A process the agent lost track of may name no job the model has.
 	if names[""] {
 		killMatching(c.prefix)
+	}
+	// A task cgroup no task owns: what is in it is killed, and it goes.
+	for _, p := range probs {
+		if p.cgroup != "" {
+			removeCgroupDir(c.t, p.cgroup)
+		}
 	}
 }
 

@@ -50,7 +50,9 @@
 // checks that the agent is ready, that each running task is one process with
 // the recorded pid, that no task process is left over, that no accepted job
 // or allocation is lost, that each job runs its last accepted spec with its
-// count and version, and that running plugins are healthy and active.
+// count and version, that running plugins are healthy and active, and
+// that each running task is in its own cgroup with no other task cgroup
+// left under the env's parent.
 // After the last round it stops every job and checks that no task
 // process, log shipper, task cgroup (under the env's own cgroup_parent)
 // or mount is left. The
