@@ -77,13 +77,15 @@ func (a *agentProc) timeRun(b *testing.B, timed bool, id, src string) time.Durat
 	return took
 }
 
-// purge stops and forgets a job; StopJob returns once its tasks are dead
-// and their cgroups gone.
-func (a *agentProc) purge(b *testing.B, id string) {
+// purge stops and forgets a job and returns how long that took; StopJob
+// returns once its tasks are dead and their cgroups gone.
+func (a *agentProc) purge(b *testing.B, id string) time.Duration {
 	b.Helper()
+	start := time.Now()
 	if err := a.client.StopJob(context.Background(), id, true); err != nil {
 		b.Fatalf("stop %s: %v", id, err)
 	}
+	return time.Since(start)
 }
 
 // paired collects timings of the benchmarked path and of the path it is
@@ -137,6 +139,7 @@ func BenchmarkJobRunCgroup(b *testing.B) {
 		b.Fatalf("the agent without cgroupfs still uses cgroups:\n%s", woa.output())
 	}
 	vs := paired{label: "nocgroup"}
+	var stops, stopsWithout []time.Duration
 	n := 0
 	for b.Loop() {
 		b.StopTimer()
@@ -147,7 +150,7 @@ func BenchmarkJobRunCgroup(b *testing.B) {
 			if n == 1 && len(taskCgroups(with.cgroupParent)) == 0 {
 				b.Fatal("the task runs in no cgroup")
 			}
-			wa.purge(b, id)
+			stops = append(stops, wa.purge(b, id))
 			return d
 		}
 		runWithout := func() time.Duration {
@@ -155,7 +158,7 @@ func BenchmarkJobRunCgroup(b *testing.B) {
 			if n == 1 && len(taskCgroups(without.cgroupParent)) > 0 {
 				b.Fatal("the agent without cgroupfs made a cgroup")
 			}
-			woa.purge(b, id)
+			stopsWithout = append(stopsWithout, woa.purge(b, id))
 			return d
 		}
 		if n%2 == 1 {
@@ -168,6 +171,10 @@ func BenchmarkJobRunCgroup(b *testing.B) {
 		b.StartTimer()
 	}
 	vs.report(b)
+	// The stop (untimed): kill_signal, the exit, the group's kill sweep
+	// and removal, against the same without cgroups.
+	b.ReportMetric(median(stops), "stop-p50-ns")
+	b.ReportMetric(median(stopsWithout), "nocgroup-stop-p50-ns")
 }
 
 // BenchmarkJobRunExec measures exec `job run` → running (ns/op): the
