@@ -99,8 +99,9 @@ func TestContainmentStopKillsDescendants(t *testing.T) {
 			marker := e.markerFor("esc")
 			tk := shTask("t", marker, escapeScript)
 			tk.driver = c.driver
-			alloc := a.runJob("esc", jobHCL("esc", noRestart, tk))[0]
-			a.waitAlloc(alloc, "running", running("t"))
+			// Started, not "running": the task's handle must be stored
+			// before the kill -9 (see runStarted).
+			alloc := a.runStarted("esc", jobHCL("esc", noRestart, tk), 1)[0]
 			waitMarked(t, marker, 3)
 			if left := taskCgroups(e.cgroupParent); len(left) == 0 {
 				t.Fatalf("the running task has no cgroup under %s", e.cgroupParent)
