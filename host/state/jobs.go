@@ -50,6 +50,25 @@ type Job struct {
 	// Update is the outcome of rolling out the latest version whose
 	// rollout finished (nil while none has).
 	Update *UpdateOutcome `json:",omitempty"`
+	// LastStable is the newest version whose roll-out succeeded (nil
+	// while none has). It is kept here, not only as JobVersion.Stable,
+	// because a rollout is bounded by it (the last healthy version keeps
+	// serving, a newer unhealthy one is stopped once superseded) and
+	// rapid updates drop old versions out of the kept history.
+	LastStable *uint64 `json:",omitempty"`
+}
+
+// StableVersion is the newest version whose roll-out succeeded, as far as
+// the record tells: LastStable, or for a record written before it existed
+// the latest outcome if that succeeded.
+func (j *Job) StableVersion() (uint64, bool) {
+	switch {
+	case j.LastStable != nil:
+		return *j.LastStable, true
+	case j.Update != nil && j.Update.Status == UpdateSuccessful:
+		return j.Update.Version, true
+	}
+	return 0, false
 }
 
 // Update statuses, as Nomad's deployment statuses.
@@ -178,6 +197,10 @@ func (t *Tx) FinishUpdate(id string, out *UpdateOutcome) error {
 	rec := *js.Job
 	rec.Update = out
 	rec.ModifyTime = out.Time
+	if out.Status == UpdateSuccessful {
+		v := out.Version
+		rec.LastStable = &v
+	}
 	if out.Status == UpdateSuccessful && out.Version == js.Spec.Version {
 		v := *js.Spec
 		v.Stable = true
@@ -205,6 +228,17 @@ func (t *Tx) Job(id string) (*JobState, error) {
 		return nil, fmt.Errorf("job %s: %w", id, ErrJobNotFound)
 	}
 	return readJob([]byte(id), jb)
+}
+
+// FinishUpdate records how the roll-out of the job's current version ended,
+// in a commit of its own (Tx.FinishUpdate).
+func (db *DB) FinishUpdate(id string, out *UpdateOutcome) error {
+	return db.Update(func(tx *Tx) error { return tx.FinishUpdate(id, out) })
+}
+
+// DeleteJob forgets a job and its versions in a commit of its own.
+func (db *DB) DeleteJob(id string) error {
+	return db.Update(func(tx *Tx) error { return tx.DeleteJob(id) })
 }
 
 // Job reads a job's record and current version; ErrJobNotFound if unknown.
