@@ -7,13 +7,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/state"
+	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
 
 // followInterval is how often a followed log is checked for more output.
@@ -25,11 +28,11 @@ const followInterval = 250 * time.Millisecond
 // AllocLogs copies a task's rotated log files to w, oldest first; with follow
 // it keeps copying until ctx ends or the task is dead and its logs drained.
 func (a *Agent) AllocLogs(ctx context.Context, allocID, task string, stderr, follow bool, w io.Writer) error {
-	e, err := a.lookupAlloc(allocID)
+	ar, err := lookupAlloc(a.jobs, allocID)
 	if err != nil {
 		return err
 	}
-	snap := e.runner.State()
+	snap := ar.State()
 	if task == "" {
 		if len(snap.Tasks) != 1 {
 			names := make([]string, len(snap.Tasks))
@@ -40,14 +43,14 @@ func (a *Agent) AllocLogs(ctx context.Context, allocID, task string, stderr, fol
 		}
 		task = snap.Tasks[0].Name
 	}
-	if e.runner.Task(task) == nil {
+	if !slices.ContainsFunc(snap.Tasks, func(t taskrunner.TaskSnapshot) bool { return t.Name == task }) {
 		return fmt.Errorf("task %q in allocation %s: %w", task, snap.Alloc.ID, api.ErrNotFound)
 	}
 	stream := "stdout"
 	if stderr {
 		stream = "stderr"
 	}
-	dir := filepath.Join(e.runner.AllocDir(), "alloc", "logs")
+	dir := filepath.Join(ar.AllocDir(), "alloc", "logs")
 	base := task + "." + stream + "."
 
 	tail := &logTail{dir: dir, base: base, w: w}
@@ -58,7 +61,7 @@ func (a *Agent) AllocLogs(ctx context.Context, allocID, task string, stderr, fol
 		if !follow {
 			return nil
 		}
-		if a.taskDead(e, task) {
+		if taskDead(ar, task) {
 			// The shipper may still be flushing the last lines; one more
 			// pass after it had time to write them.
 			select {
@@ -76,8 +79,8 @@ func (a *Agent) AllocLogs(ctx context.Context, allocID, task string, stderr, fol
 	}
 }
 
-func (a *Agent) taskDead(e *allocEntry, task string) bool {
-	for _, t := range e.runner.State().Tasks {
+func taskDead(ar jobs.Runner, task string) bool {
+	for _, t := range ar.State().Tasks {
 		if t.Name == task {
 			return t.State.State == state.TaskStateDead
 		}

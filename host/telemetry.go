@@ -10,28 +10,26 @@ import (
 // watchMetrics points the agent's metrics at the views they read when
 // scraped: the registry, the CSI plugins' fingerprints, and both reconcile
 // queues.
-func (a *Agent) watchMetrics() error {
+func watchMetrics(a *Agent) error {
 	if err := a.metrics.WatchRegistry(a.registry.Stats); err != nil {
 		return err
 	}
-	if err := a.metrics.WatchPlugins(a.pluginTypes, a.pluginHealth); err != nil {
+	pluginTypes := func() []string {
+		return append([]string{dynamic.PluginTypeCSIController, dynamic.PluginTypeCSINode}, a.registry.Types()...)
+	}
+	if err := a.metrics.WatchPlugins(pluginTypes, func() []metrics.PluginHealth { return pluginHealth(a) }); err != nil {
 		return err
 	}
-	if err := a.metrics.WatchQueue("jobs", a.jobQueue.Stats); err != nil {
+	if err := a.metrics.WatchQueue("jobs", a.jobs.QueueStats); err != nil {
 		return err
 	}
 	return a.metrics.WatchQueue("volumes", a.volumes.QueueStats)
 }
 
-// pluginTypes are CSI's types and every type the registry has held.
-func (a *Agent) pluginTypes() []string {
-	return append([]string{dynamic.PluginTypeCSIController, dynamic.PluginTypeCSINode}, a.registry.Types()...)
-}
-
 // pluginHealth is the health of every active plugin instance: CSI
 // plugins' from the CSI manager's fingerprints, the others' from their
 // supervision's latest health check (not checked yet is unhealthy).
-func (a *Agent) pluginHealth() []metrics.PluginHealth {
+func pluginHealth(a *Agent) []metrics.PluginHealth {
 	var out []metrics.PluginHealth
 	for _, p := range a.csi.Plugins() {
 		for _, fp := range p.Allocations {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/apiconv"
 	"github.com/pluginhost/pluginhost/host/volumespec"
 )
 
@@ -17,15 +18,15 @@ import (
 
 // CreateVolume implements api.Backend.
 func (a *Agent) CreateVolume(ctx context.Context, req *api.CSIVolumeRegisterRequest) (*api.CSIVolumeRegisterResponse, error) {
-	return a.volumeRequest(req, csi.OriginCreated)
+	return volumeRequest(a, req, csi.OriginCreated)
 }
 
 // RegisterVolume implements api.Backend.
 func (a *Agent) RegisterVolume(ctx context.Context, req *api.CSIVolumeRegisterRequest) (*api.CSIVolumeRegisterResponse, error) {
-	return a.volumeRequest(req, csi.OriginRegistered)
+	return volumeRequest(a, req, csi.OriginRegistered)
 }
 
-func (a *Agent) volumeRequest(req *api.CSIVolumeRegisterRequest, origin csi.VolumeOrigin) (*api.CSIVolumeRegisterResponse, error) {
+func volumeRequest(a *Agent, req *api.CSIVolumeRegisterRequest, origin csi.VolumeOrigin) (*api.CSIVolumeRegisterResponse, error) {
 	spec, err := volumeSpec(req, origin)
 	if err != nil {
 		return nil, err
@@ -33,7 +34,7 @@ func (a *Agent) volumeRequest(req *api.CSIVolumeRegisterRequest, origin csi.Volu
 	if req.PathID != "" && spec.ID != req.PathID {
 		return nil, &api.FieldError{Field: "ID", Err: fmt.Errorf("the file describes volume %q, the request is for %q", spec.ID, req.PathID)}
 	}
-	v := csiVolume(spec)
+	v := apiconv.CSIVolume(spec)
 	var rec *csi.Volume
 	if origin == csi.OriginCreated {
 		rec, err = a.volumes.Create(v)
@@ -43,7 +44,7 @@ func (a *Agent) volumeRequest(req *api.CSIVolumeRegisterRequest, origin csi.Volu
 	if err != nil {
 		return nil, volumeError(err)
 	}
-	return &api.CSIVolumeRegisterResponse{Volumes: []*api.CSIVolume{a.apiVolume(rec)}}, nil
+	return &api.CSIVolumeRegisterResponse{Volumes: []*api.CSIVolume{apiVolume(a.volumes, a.csi, rec)}}, nil
 }
 
 // volumeSpec parses a request's file, or decodes its JSON volume, and
@@ -64,7 +65,7 @@ func volumeSpec(req *api.CSIVolumeRegisterRequest, origin csi.VolumeOrigin) (*vo
 		}
 		return spec, nil
 	}
-	spec := specFromAPI(req.Volumes[0])
+	spec := apiconv.SpecFromAPI(req.Volumes[0])
 	volumespec.Canonicalize(spec)
 	if err := volumespec.ValidateFor(spec, op); err != nil {
 		return nil, &api.FieldError{Field: "Volumes[0]", Err: err}
@@ -95,7 +96,7 @@ func (a *Agent) DeleteVolume(ctx context.Context, id string) (*api.CSIVolume, er
 	if err != nil {
 		return nil, volumeError(err)
 	}
-	return a.apiVolume(v), nil
+	return apiVolume(a.volumes, a.csi, v), nil
 }
 
 // DeregisterVolume implements api.Backend. With force, the claims of
@@ -110,7 +111,7 @@ func (a *Agent) DeregisterVolume(ctx context.Context, id string, force bool) (*a
 	if err != nil {
 		return nil, volumeError(err)
 	}
-	return a.apiVolume(v), nil
+	return apiVolume(a.volumes, a.csi, v), nil
 }
 
 // DetachVolume implements api.Backend.
@@ -122,7 +123,7 @@ func (a *Agent) DetachVolume(ctx context.Context, id string) (*api.CSIVolume, er
 	if err != nil {
 		return nil, volumeError(err)
 	}
-	return a.apiVolume(v), nil
+	return apiVolume(a.volumes, a.csi, v), nil
 }
 
 // Volume implements api.Backend.
@@ -131,7 +132,7 @@ func (a *Agent) Volume(ctx context.Context, id string) (*api.CSIVolume, error) {
 	if err != nil {
 		return nil, volumeError(err)
 	}
-	return a.apiVolume(v), nil
+	return apiVolume(a.volumes, a.csi, v), nil
 }
 
 // Volumes implements api.Backend.
@@ -145,7 +146,7 @@ func (a *Agent) Volumes(ctx context.Context, pluginID string) ([]*api.CSIVolumeL
 		if pluginID != "" && v.PluginID != pluginID {
 			continue
 		}
-		av := a.apiVolume(v)
+		av := apiVolume(a.volumes, a.csi, v)
 		stub := &api.CSIVolumeListStub{ID: av.ID, Name: av.Name, ExternalID: av.ExternalID, PluginID: av.PluginID,
 			Provider: av.Provider, Capacity: av.Capacity, Schedulable: av.Schedulable, State: av.State,
 			StateDescription: av.StateDescription, Attempts: av.Attempts, CreateTime: av.CreateTime, ModifyTime: av.ModifyTime}
@@ -177,7 +178,7 @@ func (a *Agent) CreateSnapshot(ctx context.Context, volumeID, name string) (*api
 	if err != nil {
 		return nil, volumeError(err)
 	}
-	return apiSnapshot(s), nil
+	return apiconv.Snapshot(s), nil
 }
 
 // DeleteSnapshot implements api.Backend.
@@ -193,18 +194,28 @@ func (a *Agent) ListSnapshots(ctx context.Context, pluginID string) ([]*api.CSIS
 	}
 	out := make([]*api.CSISnapshot, len(snaps))
 	for i, s := range snaps {
-		out[i] = apiSnapshot(s)
+		out[i] = apiconv.Snapshot(s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }
 
+// apiVolume describes a volume with its plugin's health and whether work
+// on it is queued.
+func apiVolume(volumes *csi.VolumeManager, mgr *csi.Manager, v *csi.Volume) *api.CSIVolume {
+	p, ok := mgr.PluginSummary(v.PluginID)
+	if !ok {
+		p = nil
+	}
+	return apiconv.Volume(v, volumes.QueueStatus(v.ID).Pending, p)
+}
+
 // onVolumeChange publishes a volume's change on the event stream.
-func (a *Agent) onVolumeChange(v *csi.Volume, deleted bool) {
+func onVolumeChange(a *Agent, v *csi.Volume, deleted bool) {
 	typ, msg := "VolumeUpdated", v.StateDescription
 	if deleted {
 		typ, msg = "VolumeDeleted", fmt.Sprintf("volume %s forgotten (%s)", v.ID, v.Desired)
 	}
 	a.events.publish(&api.Event{Topic: api.TopicVolume, Type: typ, Key: v.ID,
-		Payload: api.EventPayload{Volume: a.apiVolume(v), Message: msg}})
+		Payload: api.EventPayload{Volume: apiVolume(a.volumes, a.csi, v), Message: msg}})
 }
