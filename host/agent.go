@@ -21,6 +21,7 @@ import (
 	"github.com/pluginhost/pluginhost/host/csihook"
 	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/driver"
+	"github.com/pluginhost/pluginhost/host/events"
 	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/metrics"
@@ -66,8 +67,8 @@ type Agent struct {
 	watcher   *driver.Watcher
 	cgroups   *cgroup.Manager
 	runnerCfg *taskrunner.Config
-	events    *broker
-	taskQueue *eventQueue
+	events    *events.Broker
+	taskQueue *events.TaskQueue
 	// jobs owns the allocation runners: it runs the job reconciler and
 	// the collector, and answers which allocations there are.
 	jobs *jobs.Reconciler
@@ -100,13 +101,13 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	a = &Agent{
 		cfg:       cfg,
 		logger:    logger.Named("agent"),
-		events:    newBroker(),
-		taskQueue: newEventQueue(),
+		events:    events.NewBroker(),
+		taskQueue: events.NewTaskQueue(),
 		startTime: time.Now(),
 		metrics:   metrics.New(),
 		health:    csiplugin.NewHealthTable(),
 	}
-	a.follower = typeFollower{publish: a.events.publish, wg: &a.wg}
+	a.follower = typeFollower{publish: a.events.Publish, wg: &a.wg}
 	// Undo what was built if a later step fails.
 	var closers []func()
 	defer func() {
@@ -168,10 +169,10 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		Store: a.db, Factory: factory, Logger: logger,
 		Exclusive: csihook.Exclusive,
 		OnJobEvent: func(jobID, typ, msg string) {
-			a.events.publish(&api.Event{Topic: api.TopicJob, Type: typ, Key: jobID,
+			a.events.Publish(&api.Event{Topic: api.TopicJob, Type: typ, Key: jobID,
 				Payload: api.EventPayload{JobID: jobID, Message: msg}})
 		},
-		OnAllocDone: func(r jobs.Runner) { a.events.publish(allocEvent(r)) },
+		OnAllocDone: func(r jobs.Runner) { a.events.Publish(allocEvent(r)) },
 		GC:          cfg.GC, DataDir: cfg.DataDir,
 	})
 	if err != nil {
@@ -219,7 +220,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 			return []taskrunner.AllocHook{csihook.Hook{Volumes: a.volumes,
 				MountTimeout: cfg.CSI.VolumeMountTimeout, Logger: logger.Named("csi_volumes")}}
 		},
-		OnEvent:    a.taskQueue.push,
+		OnEvent:    a.taskQueue.Push,
 		Metrics:    a.metrics,
 		NodeName:   cfg.NodeName,
 		NodeID:     nodeID,
@@ -330,7 +331,7 @@ func (a *Agent) Run(ctx context.Context, serve func(context.Context) error) erro
 		}
 		a.ready.Store(true)
 		a.logger.Info("agent ready", "plugins", len(a.csi.Plugins()))
-		a.events.publish(&api.Event{Topic: api.TopicAgent, Type: "Ready", Key: a.cfg.NodeName,
+		a.events.Publish(&api.Event{Topic: api.TopicAgent, Type: "Ready", Key: a.cfg.NodeName,
 			Payload: api.EventPayload{Message: "restored plugins fingerprinted"}})
 	}()
 
@@ -407,10 +408,10 @@ func (a *Agent) shutdown() {
 		a.logger.Warn("csi manager shutdown", "error", err)
 	}
 	a.jobs.Shutdown(ctx)
-	a.taskQueue.close()
+	a.taskQueue.Close()
 	a.registry.Shutdown()
 	a.wg.Wait()
-	a.events.close()
+	a.events.Close()
 	if err := a.watcher.Close(); err != nil {
 		a.logger.Warn("process watcher close", "error", err)
 	}
@@ -434,7 +435,7 @@ func onHealthChange(a *Agent, ev csi.HealthEvent) {
 	if p, ok := a.csi.Plugin(ev.PluginID); ok {
 		controllerRequired = p.ControllerRequired
 	}
-	a.events.publish(&api.Event{
+	a.events.Publish(&api.Event{
 		Topic: api.TopicPlugin, Type: typ, Key: ev.PluginID, Time: ev.Time.UnixNano(),
 		Payload: api.EventPayload{AllocID: ev.AllocID, PluginType: ev.Type, Message: ev.Description,
 			Plugin: &api.CSIInfo{PluginID: ev.PluginID, AllocID: ev.AllocID, Healthy: ev.Healthy,
@@ -447,21 +448,21 @@ func onHealthChange(a *Agent, ev csi.HealthEvent) {
 // taking a snapshot from inside their event callback could deadlock.
 func (a *Agent) forwardTaskEvents(ctx context.Context) {
 	for {
-		batch, ok := a.taskQueue.pop(ctx)
+		batch, ok := a.taskQueue.Pop(ctx)
 		if !ok {
 			return
 		}
 		for _, m := range batch {
-			a.events.publish(&api.Event{
-				Topic: api.TopicTask, Type: m.ev.Type, Key: m.allocID, Time: m.ev.Time.UnixNano(),
-				Payload: api.EventPayload{AllocID: m.allocID, TaskName: m.task, TaskEvent: apiconv.TaskEvent(m.ev)},
+			a.events.Publish(&api.Event{
+				Topic: api.TopicTask, Type: m.Event.Type, Key: m.AllocID, Time: m.Event.Time.UnixNano(),
+				Payload: api.EventPayload{AllocID: m.AllocID, TaskName: m.Task, TaskEvent: apiconv.TaskEvent(m.Event)},
 			})
-			if r := a.jobs.Alloc(m.allocID); r != nil {
+			if r := a.jobs.Alloc(m.AllocID); r != nil {
 				// A task's change may settle its allocation, which an
 				// update of its job waits for.
 				ev := allocEvent(r)
 				a.jobs.Enqueue(ev.Payload.JobID)
-				a.events.publish(ev)
+				a.events.Publish(ev)
 			}
 		}
 	}
@@ -473,65 +474,5 @@ func allocEvent(r jobs.Runner) *api.Event {
 	return &api.Event{
 		Topic: api.TopicAllocation, Type: "AllocationUpdated", Key: stub.ID,
 		Payload: api.EventPayload{JobID: stub.JobID, AllocID: stub.ID, Allocation: stub},
-	}
-}
-
-// eventQueue carries task events from the task runners' goroutines to
-// forwardTaskEvents without blocking them.
-type eventQueue struct {
-	mu     sync.Mutex
-	items  []taskEventMsg
-	wake   chan struct{}
-	closed bool
-}
-
-type taskEventMsg struct {
-	allocID, task string
-	ev            *state.TaskEvent
-}
-
-func newEventQueue() *eventQueue { return &eventQueue{wake: make(chan struct{}, 1)} }
-
-func (q *eventQueue) push(allocID, task string, ev *state.TaskEvent) {
-	q.mu.Lock()
-	if !q.closed {
-		q.items = append(q.items, taskEventMsg{allocID, task, ev})
-	}
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-// pop waits for events and returns all of them; ok is false once the queue
-// is closed and drained, or ctx ended.
-func (q *eventQueue) pop(ctx context.Context) ([]taskEventMsg, bool) {
-	for {
-		q.mu.Lock()
-		items, closed := q.items, q.closed
-		q.items = nil
-		q.mu.Unlock()
-		if len(items) > 0 {
-			return items, true
-		}
-		if closed {
-			return nil, false
-		}
-		select {
-		case <-q.wake:
-		case <-ctx.Done():
-			return nil, false
-		}
-	}
-}
-
-func (q *eventQueue) close() {
-	q.mu.Lock()
-	q.closed = true
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
 	}
 }

@@ -48,22 +48,10 @@
 // allocation runners without touching their tasks: plugins keep running and
 // the next agent adopts them. `pluginhost job stop` is how tasks are stopped.
 //
-// # Events: three mechanisms, three jobs
+// # Events
 //
-// Three pub/sub mechanisms exist on purpose, because their guarantees
-// differ and no one of them could carry the others' traffic:
-//
-//   - dynamic's feed (package dynamic): every registry event, for
-//     consumers that must see each one in order (the CSI manager, the
-//     resolver's follower here). Subscribers walk an append-only list at
-//     their own pace; the registry never waits for them and never drops.
-//   - the broker (events.go): the API's event stream. Publishing never
-//     blocks; a subscriber whose buffer is full is told and dropped
-//     rather than slowing the agent down, and the last events are kept
-//     for clients that resume after an index.
-//   - eventQueue (agent.go): one unbounded hand-off from the task runners'
-//     goroutines, which must never block and may hold their own locks
-//     while they announce, to the one goroutine that may take an
-//     allocation's snapshot (forwardTaskEvents). It feeds the broker and
-//     the job queue; dropping here would lose a task event for good.
+// Task, allocation, job, registry, plugin-health and volume events reach
+// API subscribers through events.Broker; task events come from the runners
+// through events.TaskQueue. Package events says why the agent has three
+// pub/sub mechanisms (dynamic's feed being the third).
 package host

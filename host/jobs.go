@@ -11,11 +11,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/apiconv"
 	"github.com/pluginhost/pluginhost/host/cgroup"
-	"github.com/pluginhost/pluginhost/host/csihook"
 	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
@@ -266,7 +264,7 @@ func (a *Agent) Alloc(ctx context.Context, id string) (*api.Allocation, error) {
 	}
 	snap := ar.State()
 	out := apiconv.Allocation(snap, ar.AllocDir())
-	out.Volumes = allocVolumes(a.volumes, snap)
+	out.Volumes = apiconv.AllocVolumes(snap, a.volumes.Volume)
 	return out, nil
 }
 
@@ -286,28 +284,4 @@ func lookupAlloc(r *jobs.Reconciler, prefix string) (jobs.Runner, error) {
 	default:
 		return nil, &api.AmbiguousError{Prefix: prefix, Matches: ids}
 	}
-}
-
-// allocVolumes lists an allocation's volumes with its claim on each.
-func allocVolumes(volumes *csi.VolumeManager, snap *taskrunner.AllocSnapshot) []*api.AllocVolume {
-	al := snap.Alloc
-	g := jobs.GroupOf(al.Job, al.TaskGroup)
-	if g == nil || len(g.Volumes) == 0 {
-		return nil
-	}
-	aliases := csihook.VolumeAliases(g)
-	var out []*api.AllocVolume
-	for i, r := range csihook.ClaimRequests(al.Job, g, al.ID, al.Index) {
-		av := &api.AllocVolume{Name: aliases[i], VolumeID: r.VolumeID, ReadOnly: r.ReadOnly}
-		if v, err := volumes.Volume(r.VolumeID); err == nil {
-			av.PluginID = v.PluginID
-			for _, c := range v.Claims {
-				if c.AllocID == al.ID {
-					av.Claim = apiconv.Claim(c)
-				}
-			}
-		}
-		out = append(out, av)
-	}
-	return out
 }

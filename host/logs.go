@@ -2,19 +2,16 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/jobs"
+	"github.com/pluginhost/pluginhost/host/logmon"
 	"github.com/pluginhost/pluginhost/host/state"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
@@ -53,9 +50,9 @@ func (a *Agent) AllocLogs(ctx context.Context, allocID, task string, stderr, fol
 	dir := filepath.Join(ar.AllocDir(), "alloc", "logs")
 	base := task + "." + stream + "."
 
-	tail := &logTail{dir: dir, base: base, w: w}
+	tail := &logmon.Tail{Dir: dir, Base: base, W: w}
 	for {
-		if err := tail.copyAvailable(); err != nil {
+		if err := tail.CopyAvailable(); err != nil {
 			return err
 		}
 		if !follow {
@@ -69,7 +66,7 @@ func (a *Agent) AllocLogs(ctx context.Context, allocID, task string, stderr, fol
 				return nil
 			case <-time.After(followInterval):
 			}
-			return tail.copyAvailable()
+			return tail.CopyAvailable()
 		}
 		select {
 		case <-ctx.Done():
@@ -86,79 +83,4 @@ func taskDead(ar jobs.Runner, task string) bool {
 		}
 	}
 	return true
-}
-
-// logTail remembers how far into the rotated series it has copied.
-type logTail struct {
-	dir, base string
-	w         io.Writer
-	index     int   // file being read, once started
-	offset    int64 // bytes of it already copied
-	started   bool
-}
-
-// copyAvailable copies everything written since the last call, moving on
-// to newer files of the series as they appear. Files the shipper already
-// deleted (older than max_files) are skipped.
-func (t *logTail) copyAvailable() error {
-	indexes, err := logIndexes(t.dir, t.base)
-	if err != nil {
-		return err
-	}
-	for _, idx := range indexes {
-		if t.started && idx < t.index {
-			continue
-		}
-		if !t.started || idx > t.index {
-			t.index, t.offset, t.started = idx, 0, true
-		}
-		n, err := copyFrom(filepath.Join(t.dir, t.base+strconv.Itoa(idx)), t.offset, t.w)
-		t.offset += n
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func copyFrom(path string, offset int64, w io.Writer) (int64, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("reading log: %w", err)
-	}
-	defer f.Close()
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return 0, fmt.Errorf("reading log %s: %w", path, err)
-	}
-	n, err := io.Copy(w, f)
-	if err != nil {
-		return n, fmt.Errorf("copying log %s: %w", path, err)
-	}
-	return n, nil
-}
-
-// logIndexes returns the N of every <base>N file in dir, ascending.
-func logIndexes(dir, base string) ([]int, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("listing logs: %w", err)
-	}
-	var out []int
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), base)
-		if !ok {
-			continue
-		}
-		if n, err := strconv.Atoi(rest); err == nil && n >= 0 {
-			out = append(out, n)
-		}
-	}
-	sort.Ints(out)
-	return out, nil
 }

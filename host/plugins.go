@@ -83,7 +83,7 @@ func (a *Agent) Plugin(ctx context.Context, id string) (*api.CSIPlugin, error) {
 
 // Events subscribes to the agent's live event stream.
 func (a *Agent) Events(ctx context.Context, after uint64) (<-chan *api.Event, error) {
-	return a.events.subscribe(ctx, after), nil
+	return a.events.Subscribe(ctx, after), nil
 }
 
 // Self describes the agent.

@@ -2,14 +2,12 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 
 	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/apiconv"
-	"github.com/pluginhost/pluginhost/host/volumespec"
 )
 
 // The agent's side of volumes: requests are parsed and validated here (one
@@ -27,7 +25,7 @@ func (a *Agent) RegisterVolume(ctx context.Context, req *api.CSIVolumeRegisterRe
 }
 
 func volumeRequest(a *Agent, req *api.CSIVolumeRegisterRequest, origin csi.VolumeOrigin) (*api.CSIVolumeRegisterResponse, error) {
-	spec, err := volumeSpec(req, origin)
+	spec, err := apiconv.VolumeSpec(req, origin == csi.OriginRegistered)
 	if err != nil {
 		return nil, err
 	}
@@ -42,59 +40,16 @@ func volumeRequest(a *Agent, req *api.CSIVolumeRegisterRequest, origin csi.Volum
 		rec, err = a.volumes.Register(v)
 	}
 	if err != nil {
-		return nil, volumeError(err)
+		return nil, apiconv.VolumeError(err)
 	}
 	return &api.CSIVolumeRegisterResponse{Volumes: []*api.CSIVolume{apiVolume(a.volumes, a.csi, rec)}}, nil
-}
-
-// volumeSpec parses a request's file, or decodes its JSON volume, and
-// validates it for the operation: one validator for both.
-func volumeSpec(req *api.CSIVolumeRegisterRequest, origin csi.VolumeOrigin) (*volumespec.Volume, error) {
-	op := volumespec.OpCreate
-	if origin == csi.OriginRegistered {
-		op = volumespec.OpRegister
-	}
-	if req.Source != "" {
-		name := req.Filename
-		if name == "" {
-			name = "volume.hcl"
-		}
-		spec, err := volumespec.ParseFor([]byte(req.Source), name, op)
-		if err != nil {
-			return nil, &api.FieldError{Field: "Source", Err: err}
-		}
-		return spec, nil
-	}
-	spec := apiconv.SpecFromAPI(req.Volumes[0])
-	volumespec.Canonicalize(spec)
-	if err := volumespec.ValidateFor(spec, op); err != nil {
-		return nil, &api.FieldError{Field: "Volumes[0]", Err: err}
-	}
-	return spec, nil
-}
-
-// volumeError turns the volume manager's refusals into API errors.
-func volumeError(err error) error {
-	var re *csi.RequestError
-	var ce *csi.ClaimError
-	switch {
-	case errors.As(err, &re):
-		return &api.FieldError{Field: re.Field, Err: re.Err}
-	case errors.As(err, &ce):
-		return &api.FieldError{Field: ce.Field, Err: ce}
-	case errors.Is(err, csi.ErrVolumeNotFound):
-		// The caller names the volume; the store's path means nothing
-		// to a user.
-		return api.ErrNotFound
-	}
-	return err
 }
 
 // DeleteVolume implements api.Backend.
 func (a *Agent) DeleteVolume(ctx context.Context, id string) (*api.CSIVolume, error) {
 	v, err := a.volumes.Delete(id)
 	if err != nil {
-		return nil, volumeError(err)
+		return nil, apiconv.VolumeError(err)
 	}
 	return apiVolume(a.volumes, a.csi, v), nil
 }
@@ -109,7 +64,7 @@ func (a *Agent) DeregisterVolume(ctx context.Context, id string, force bool) (*a
 	}
 	v, err := dereg(id)
 	if err != nil {
-		return nil, volumeError(err)
+		return nil, apiconv.VolumeError(err)
 	}
 	return apiVolume(a.volumes, a.csi, v), nil
 }
@@ -117,11 +72,11 @@ func (a *Agent) DeregisterVolume(ctx context.Context, id string, force bool) (*a
 // DetachVolume implements api.Backend.
 func (a *Agent) DetachVolume(ctx context.Context, id string) (*api.CSIVolume, error) {
 	if _, err := a.volumes.Detach(id); err != nil {
-		return nil, volumeError(err)
+		return nil, apiconv.VolumeError(err)
 	}
 	v, err := a.volumes.WaitReleased(ctx, id)
 	if err != nil {
-		return nil, volumeError(err)
+		return nil, apiconv.VolumeError(err)
 	}
 	return apiVolume(a.volumes, a.csi, v), nil
 }
@@ -130,7 +85,7 @@ func (a *Agent) DetachVolume(ctx context.Context, id string) (*api.CSIVolume, er
 func (a *Agent) Volume(ctx context.Context, id string) (*api.CSIVolume, error) {
 	v, err := a.volumes.Volume(id)
 	if err != nil {
-		return nil, volumeError(err)
+		return nil, apiconv.VolumeError(err)
 	}
 	return apiVolume(a.volumes, a.csi, v), nil
 }
@@ -162,7 +117,7 @@ func (a *Agent) Volumes(ctx context.Context, pluginID string) ([]*api.CSIVolumeL
 func (a *Agent) ExternalVolumes(ctx context.Context, pluginID string) ([]*api.CSIVolumeExternalStub, error) {
 	vols, err := a.volumes.ExternalVolumes(ctx, pluginID)
 	if err != nil {
-		return nil, volumeError(err)
+		return nil, apiconv.VolumeError(err)
 	}
 	out := make([]*api.CSIVolumeExternalStub, len(vols))
 	for i, v := range vols {
@@ -176,21 +131,21 @@ func (a *Agent) ExternalVolumes(ctx context.Context, pluginID string) ([]*api.CS
 func (a *Agent) CreateSnapshot(ctx context.Context, volumeID, name string) (*api.CSISnapshot, error) {
 	s, err := a.volumes.CreateSnapshot(ctx, volumeID, name)
 	if err != nil {
-		return nil, volumeError(err)
+		return nil, apiconv.VolumeError(err)
 	}
 	return apiconv.Snapshot(s), nil
 }
 
 // DeleteSnapshot implements api.Backend.
 func (a *Agent) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string) error {
-	return volumeError(a.volumes.DeleteSnapshot(ctx, pluginID, snapshotID))
+	return apiconv.VolumeError(a.volumes.DeleteSnapshot(ctx, pluginID, snapshotID))
 }
 
 // ListSnapshots implements api.Backend.
 func (a *Agent) ListSnapshots(ctx context.Context, pluginID string) ([]*api.CSISnapshot, error) {
 	snaps, err := a.volumes.ListSnapshots(ctx, pluginID)
 	if err != nil {
-		return nil, volumeError(err)
+		return nil, apiconv.VolumeError(err)
 	}
 	out := make([]*api.CSISnapshot, len(snaps))
 	for i, s := range snaps {
@@ -216,6 +171,6 @@ func onVolumeChange(a *Agent, v *csi.Volume, deleted bool) {
 	if deleted {
 		typ, msg = "VolumeDeleted", fmt.Sprintf("volume %s forgotten (%s)", v.ID, v.Desired)
 	}
-	a.events.publish(&api.Event{Topic: api.TopicVolume, Type: typ, Key: v.ID,
+	a.events.Publish(&api.Event{Topic: api.TopicVolume, Type: typ, Key: v.ID,
 		Payload: api.EventPayload{Volume: apiVolume(a.volumes, a.csi, v), Message: msg}})
 }

@@ -1,6 +1,7 @@
 package apiconv
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/csihook"
 	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
@@ -385,3 +387,84 @@ func WhyNotHealthy(snap *taskrunner.AllocSnapshot, task, check, prefix string) s
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
+
+// VolumeSpec parses a request's file, or decodes its JSON volume, and
+// validates it for a create or (register) a registration: one validator
+// for both.
+func VolumeSpec(req *api.CSIVolumeRegisterRequest, register bool) (*volumespec.Volume, error) {
+	op := volumespec.OpCreate
+	if register {
+		op = volumespec.OpRegister
+	}
+	if req.Source != "" {
+		name := req.Filename
+		if name == "" {
+			name = "volume.hcl"
+		}
+		spec, err := volumespec.ParseFor([]byte(req.Source), name, op)
+		if err != nil {
+			return nil, &api.FieldError{Field: "Source", Err: err}
+		}
+		return spec, nil
+	}
+	spec := SpecFromAPI(req.Volumes[0])
+	volumespec.Canonicalize(spec)
+	if err := volumespec.ValidateFor(spec, op); err != nil {
+		return nil, &api.FieldError{Field: "Volumes[0]", Err: err}
+	}
+	return spec, nil
+}
+
+// VolumeError turns the volume manager's refusals into API errors.
+func VolumeError(err error) error {
+	var re *csi.RequestError
+	var ce *csi.ClaimError
+	switch {
+	case errors.As(err, &re):
+		return &api.FieldError{Field: re.Field, Err: re.Err}
+	case errors.As(err, &ce):
+		return &api.FieldError{Field: ce.Field, Err: ce}
+	case errors.Is(err, csi.ErrVolumeNotFound):
+		// The caller names the volume; the store's path means nothing
+		// to a user.
+		return api.ErrNotFound
+	}
+	return err
+}
+
+// AllocVolumes lists an allocation's volumes with its claim on each;
+// volume reads a volume's record.
+func AllocVolumes(snap *taskrunner.AllocSnapshot, volume func(id string) (*csi.Volume, error)) []*api.AllocVolume {
+	al := snap.Alloc
+	g := groupOf(al.Job, al.TaskGroup)
+	if g == nil || len(g.Volumes) == 0 {
+		return nil
+	}
+	aliases := csihook.VolumeAliases(g)
+	var out []*api.AllocVolume
+	for i, r := range csihook.ClaimRequests(al.Job, g, al.ID, al.Index) {
+		av := &api.AllocVolume{Name: aliases[i], VolumeID: r.VolumeID, ReadOnly: r.ReadOnly}
+		if v, err := volume(r.VolumeID); err == nil {
+			av.PluginID = v.PluginID
+			for _, c := range v.Claims {
+				if c.AllocID == al.ID {
+					av.Claim = Claim(c)
+				}
+			}
+		}
+		out = append(out, av)
+	}
+	return out
+}
+
+func groupOf(job *jobspec.Job, name string) *jobspec.TaskGroup {
+	if job == nil {
+		return nil
+	}
+	for _, g := range job.TaskGroups {
+		if g.Name == name {
+			return g
+		}
+	}
+	return nil
+}
