@@ -222,28 +222,6 @@ func (db *DB) AppendTaskEvent(allocID, task string, ev *TaskEvent) error {
 	return db.Update(func(tx *Tx) error { return tx.AppendTaskEvent(allocID, task, ev) })
 }
 
-// TaskEvents returns a task's retained events, oldest first. An allocation
-// that is not stored is ErrAllocNotFound; a task without events is empty.
-func (db *DB) TaskEvents(allocID, task string) ([]*TaskEvent, error) {
-	if err := checkTaskNames(allocID, task); err != nil {
-		return nil, fmt.Errorf("task events: %w", err)
-	}
-	var out []*TaskEvent
-	err := db.view("read task events "+allocID+"/"+task, func(tx *bbolt.Tx) error {
-		if tx.Bucket([]byte(bucketAllocs)).Bucket([]byte(allocID)) == nil {
-			return fmt.Errorf("%w: %s", ErrAllocNotFound, allocID)
-		}
-		tb := taskBucket(tx, allocID, task)
-		if tb == nil {
-			return nil
-		}
-		var err error
-		out, err = readEvents(tb)
-		return err
-	})
-	return out, err
-}
-
 // LoadAllocs returns everything stored about every allocation, for the
 // agent to restore at start, ordered by allocation ID. Any unreadable record
 // fails the whole load: the agent must not run with part of its state

@@ -168,7 +168,7 @@ func BenchmarkAppendTaskEvent(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			if evs, err := db.TaskEvents("a", "t"); err != nil || len(evs) != maxTaskEvents {
+			if evs, err := db.taskEvents("a", "t"); err != nil || len(evs) != maxTaskEvents {
 				b.Fatalf("%d events after the run (%v), want %d", len(evs), err, maxTaskEvents)
 			}
 		})

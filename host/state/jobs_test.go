@@ -354,7 +354,7 @@ func TestMigrateJobRecords(t *testing.T) {
 		return a
 	}
 	withDB(t, path, Options{migrations: []migration{}}, func(db *DB) {
-		if v := db.SchemaVersion(); v != 1 {
+		if v := db.schemaVersion(); v != 1 {
 			t.Fatalf("writer schema version %d, want 1", v)
 		}
 		// IDs sort against creation order: versions follow creation time.
@@ -372,7 +372,7 @@ func TestMigrateJobRecords(t *testing.T) {
 	})
 
 	db := openTest(t, path, Options{})
-	if v := db.SchemaVersion(); v != 2 {
+	if v := db.schemaVersion(); v != 2 {
 		t.Fatalf("schema version %d after upgrade, want 2", v)
 	}
 	a := mustJob(t, db, "a")
