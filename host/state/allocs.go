@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"go.etcd.io/bbolt"
 )
@@ -99,22 +100,14 @@ type TaskHandle struct {
 	// stranger that reused the pid.
 	StartTime  uint64
 	SocketPath string
-	// Reattach is set for go-plugin tasks.
-	Reattach        *ReattachRecord
+	// Reattach is set for go-plugin tasks: the driver's own record, stored
+	// as it is (a copy with the same fields bought nothing but a
+	// hand-written conversion each way).
+	Reattach        *driver.ReattachRecord
 	LogmonPid       int
 	LogmonStartTime uint64
 	// CgroupPath names the task's control group ("" when it has none).
 	CgroupPath string
-}
-
-// ReattachRecord is the JSON-safe form of go-plugin's ReattachConfig, whose
-// Addr is an interface that does not decode.
-type ReattachRecord struct {
-	Protocol        string
-	ProtocolVersion int
-	Network         string
-	Addr            string
-	Pid             int
 }
 
 // AllocState is everything stored about one allocation, as LoadAllocs

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"go.etcd.io/bbolt"
 )
@@ -62,7 +63,7 @@ func TestAllocsRoundTrip(t *testing.T) {
 		state := &TaskState{State: TaskStateRunning, Restarts: 2, LastRestart: t0.Add(time.Minute), StartedAt: t0.Add(2 * time.Minute)}
 		handle := &TaskHandle{
 			Driver: jobspec.DriverGoPlugin, Pid: 4242, StartTime: 987654, SocketPath: "/run/ph/" + a.ID + "/csi.sock",
-			Reattach:  &ReattachRecord{Protocol: "grpc", ProtocolVersion: 1, Network: "unix", Addr: "/tmp/plugin123", Pid: 4242},
+			Reattach:  &driver.ReattachRecord{Protocol: "grpc", ProtocolVersion: 1, Network: "unix", Addr: "/tmp/plugin123", Pid: 4242},
 			LogmonPid: 4240, LogmonStartTime: 987650,
 		}
 		ev := &TaskEvent{Type: "Started", Time: t0, Message: "task started", Details: map[string]string{"pid": "4242"}}
