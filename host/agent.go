@@ -150,7 +150,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		Logger:              logger,
 		FingerprintInterval: cfg.CSI.FingerprintInterval,
 		FingerprintTimeout:  cfg.CSI.ProbeTimeout,
-		OnHealthChange:      func(ev csi.HealthEvent) { onHealthChange(a, ev) },
+		OnHealthChange:      func(ev csi.HealthEvent) { onHealthChange(a.events.Publish, a.volumes, a.csi, ev) },
 		Client:              csi.ClientConfig{Observer: a.metrics},
 	})
 	if err != nil {
@@ -158,7 +158,8 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	}
 
 	a.volumes, err = csi.NewVolumeManager(csi.VolumeManagerConfig{
-		Store: a.db, Plugins: a.csi, Logger: logger, OnChange: func(v *csi.Volume, deleted bool) { onVolumeChange(a, v, deleted) }, Allocs: a.db,
+		Store: a.db, Plugins: a.csi, Logger: logger, Allocs: a.db,
+		OnChange: func(v *csi.Volume, deleted bool) { onVolumeChange(a.events.Publish, a.volumes, a.csi, v, deleted) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent: volume manager: %w", err)
@@ -422,20 +423,22 @@ func (a *Agent) shutdown() {
 }
 
 // onHealthChange turns CSI health changes into API events.
-func onHealthChange(a *Agent, ev csi.HealthEvent) {
+// volumes is nil until NewAgent has built it (the CSI manager, built
+// first, may report before).
+func onHealthChange(publish func(*api.Event), volumes *csi.VolumeManager, mgr *csi.Manager, ev csi.HealthEvent) {
 	// Volume work waiting for this plugin's controller resumes now.
-	if a.volumes != nil {
-		a.volumes.PluginChanged(ev.PluginID)
+	if volumes != nil {
+		volumes.PluginChanged(ev.PluginID)
 	}
 	typ := "PluginUnhealthy"
 	if ev.Healthy {
 		typ = "PluginHealthy"
 	}
 	var controllerRequired bool
-	if p, ok := a.csi.Plugin(ev.PluginID); ok {
+	if p, ok := mgr.Plugin(ev.PluginID); ok {
 		controllerRequired = p.ControllerRequired
 	}
-	a.events.Publish(&api.Event{
+	publish(&api.Event{
 		Topic: api.TopicPlugin, Type: typ, Key: ev.PluginID, Time: ev.Time.UnixNano(),
 		Payload: api.EventPayload{AllocID: ev.AllocID, PluginType: ev.Type, Message: ev.Description,
 			Plugin: &api.CSIInfo{PluginID: ev.PluginID, AllocID: ev.AllocID, Healthy: ev.Healthy,

@@ -3,7 +3,9 @@ package host
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/dynamic"
+	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/metrics"
 )
 
@@ -17,7 +19,7 @@ func watchMetrics(a *Agent) error {
 	pluginTypes := func() []string {
 		return append([]string{dynamic.PluginTypeCSIController, dynamic.PluginTypeCSINode}, a.registry.Types()...)
 	}
-	if err := a.metrics.WatchPlugins(pluginTypes, func() []metrics.PluginHealth { return pluginHealth(a) }); err != nil {
+	if err := a.metrics.WatchPlugins(pluginTypes, func() []metrics.PluginHealth { return pluginHealth(a.csi, a.registry, a.health) }); err != nil {
 		return err
 	}
 	if err := a.metrics.WatchQueue("jobs", a.jobs.QueueStats); err != nil {
@@ -29,19 +31,19 @@ func watchMetrics(a *Agent) error {
 // pluginHealth is the health of every active plugin instance: CSI
 // plugins' from the CSI manager's fingerprints, the others' from their
 // supervision's latest health check (not checked yet is unhealthy).
-func pluginHealth(a *Agent) []metrics.PluginHealth {
+func pluginHealth(mgr *csi.Manager, reg *dynamic.Registry, health *csiplugin.HealthTable) []metrics.PluginHealth {
 	var out []metrics.PluginHealth
-	for _, p := range a.csi.Plugins() {
+	for _, p := range mgr.Plugins() {
 		for _, fp := range p.Allocations {
 			out = append(out, metrics.PluginHealth{Type: fp.Type, Name: fp.PluginID, Healthy: fp.Healthy})
 		}
 	}
-	for _, t := range a.registry.Types() {
+	for _, t := range reg.Types() {
 		if isCSIType(t) {
 			continue
 		}
-		for _, p := range a.registry.List(t) {
-			h, _ := a.health.Get(p.Type, p.Name, p.AllocID)
+		for _, p := range reg.List(t) {
+			h, _ := health.Get(p.Type, p.Name, p.AllocID)
 			out = append(out, metrics.PluginHealth{Type: t, Name: p.Name, Healthy: h.Healthy})
 		}
 	}

@@ -16,15 +16,15 @@ import (
 
 // CreateVolume implements api.Backend.
 func (a *Agent) CreateVolume(ctx context.Context, req *api.CSIVolumeRegisterRequest) (*api.CSIVolumeRegisterResponse, error) {
-	return volumeRequest(a, req, csi.OriginCreated)
+	return volumeRequest(a.volumes, a.csi, req, csi.OriginCreated)
 }
 
 // RegisterVolume implements api.Backend.
 func (a *Agent) RegisterVolume(ctx context.Context, req *api.CSIVolumeRegisterRequest) (*api.CSIVolumeRegisterResponse, error) {
-	return volumeRequest(a, req, csi.OriginRegistered)
+	return volumeRequest(a.volumes, a.csi, req, csi.OriginRegistered)
 }
 
-func volumeRequest(a *Agent, req *api.CSIVolumeRegisterRequest, origin csi.VolumeOrigin) (*api.CSIVolumeRegisterResponse, error) {
+func volumeRequest(volumes *csi.VolumeManager, mgr *csi.Manager, req *api.CSIVolumeRegisterRequest, origin csi.VolumeOrigin) (*api.CSIVolumeRegisterResponse, error) {
 	spec, err := apiconv.VolumeSpec(req, origin == csi.OriginRegistered)
 	if err != nil {
 		return nil, err
@@ -35,14 +35,14 @@ func volumeRequest(a *Agent, req *api.CSIVolumeRegisterRequest, origin csi.Volum
 	v := apiconv.CSIVolume(spec)
 	var rec *csi.Volume
 	if origin == csi.OriginCreated {
-		rec, err = a.volumes.Create(v)
+		rec, err = volumes.Create(v)
 	} else {
-		rec, err = a.volumes.Register(v)
+		rec, err = volumes.Register(v)
 	}
 	if err != nil {
 		return nil, apiconv.VolumeError(err)
 	}
-	return &api.CSIVolumeRegisterResponse{Volumes: []*api.CSIVolume{apiVolume(a.volumes, a.csi, rec)}}, nil
+	return &api.CSIVolumeRegisterResponse{Volumes: []*api.CSIVolume{apiVolume(volumes, mgr, rec)}}, nil
 }
 
 // DeleteVolume implements api.Backend.
@@ -166,11 +166,11 @@ func apiVolume(volumes *csi.VolumeManager, mgr *csi.Manager, v *csi.Volume) *api
 }
 
 // onVolumeChange publishes a volume's change on the event stream.
-func onVolumeChange(a *Agent, v *csi.Volume, deleted bool) {
+func onVolumeChange(publish func(*api.Event), volumes *csi.VolumeManager, mgr *csi.Manager, v *csi.Volume, deleted bool) {
 	typ, msg := "VolumeUpdated", v.StateDescription
 	if deleted {
 		typ, msg = "VolumeDeleted", fmt.Sprintf("volume %s forgotten (%s)", v.ID, v.Desired)
 	}
-	a.events.Publish(&api.Event{Topic: api.TopicVolume, Type: typ, Key: v.ID,
-		Payload: api.EventPayload{Volume: apiVolume(a.volumes, a.csi, v), Message: msg}})
+	publish(&api.Event{Topic: api.TopicVolume, Type: typ, Key: v.ID,
+		Payload: api.EventPayload{Volume: apiVolume(volumes, mgr, v), Message: msg}})
 }
