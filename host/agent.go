@@ -268,6 +268,25 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	return a, nil
 }
 
+// neverLaunched reports whether an allocation that should run was recorded
+// and never tried to launch a task: every task has its Received event only.
+func neverLaunched(as *state.AllocState) bool {
+	if as.Alloc.DesiredStatus != state.AllocDesiredStatusRun {
+		return false
+	}
+	for _, tr := range as.Tasks {
+		if tr.Handle != nil {
+			return false
+		}
+		for _, ev := range tr.Events {
+			if ev.Type != taskrunner.EventReceived {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // closeIgnoring adapts a Close method value for NewAgent's closers.
 func closeIgnoring(closeFn func() error) func() { return func() { _ = closeFn() } }
 
@@ -301,14 +320,15 @@ func (a *Agent) Run(ctx context.Context, serve func(context.Context) error) erro
 		a.shutdown()
 		return err
 	}
-	// Every job is reconciled once at start: whatever a killed agent left
-	// unfinished (an update, a stop, a purge) is finished from the record.
-	a.jobs.Run(runCtx, jobIDs)
 	if err := a.volumes.Start(runCtx); err != nil {
 		cancel()
 		a.shutdown()
 		return fmt.Errorf("agent: %w", err)
 	}
+	// Every job is reconciled once at start, once the volume manager runs
+	// (a revert checks claims): whatever a killed agent left unfinished
+	// (an update, a stop, a purge) is finished from the record.
+	a.jobs.Run(runCtx, jobIDs)
 
 	serveErr := make(chan error, 1)
 	if serve != nil {
@@ -382,7 +402,13 @@ func (a *Agent) restore() ([]string, error) {
 			a.logger.Error("allocation not restored", "alloc_id", as.Alloc.ID, "error", err)
 			continue
 		}
-		a.jobs.Adopt(ar)
+		if neverLaunched(as) {
+			// Recorded but held back (a superseded version was still
+			// alive): the first pass starts it when the bound allows.
+			a.jobs.Track(ar)
+		} else {
+			a.jobs.Adopt(ar)
+		}
 	}
 	if len(stored) > 0 {
 		a.logger.Info("allocations restored", "count", len(stored))

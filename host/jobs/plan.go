@@ -199,6 +199,13 @@ func decide(v View) Plan {
 			}
 		}
 	}
+	// The stable version may always run (a slot of it refilled just
+	// before a crash is restored unstarted).
+	for _, a := range keep {
+		if !a.Started {
+			p.Start = append(p.Start, a.ID())
+		}
+	}
 	if v.Exclusive {
 		// The new allocations need what the old ones hold (a volume that
 		// allows one writer): as Nomad's destructive update does, the old

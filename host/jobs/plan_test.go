@@ -227,6 +227,12 @@ func TestDecide(t *testing.T) {
 				aspec{id: "n1", version: 3, index: 1, age: time.Second, up: time.Second / 2})),
 			// Strictly two versions: v0 is still dying.
 			"stop v0(replaced by healthy version 1); hold; requeue 500ms"},
+		{"after a crash: the held-back newest waits for the superseded, the stable version's unstarted slot starts",
+			view(rec(2, job, outcome(0, state.UpdateSuccessful)), mk(
+				aspec{id: "s0", age: time.Hour, up: time.Hour}, aspec{id: "s1", index: 1, age: time.Minute},
+				aspec{id: "u0", version: 1, age: 2 * time.Second, up: time.Second, desired: state.AllocDesiredStatusStop},
+				aspec{id: "n0", version: 2, age: time.Second}, aspec{id: "n1", version: 2, index: 1, age: time.Second})),
+			"start s1; hold; requeue 59s"},
 		{"a failed allocation fails the roll-out; the stable version stays, the new one stops",
 			view(rec(1, testJob(2, autoRevert), outcome(0, state.UpdateSuccessful)), mk(
 				aspec{id: "old0", age: time.Hour, up: time.Hour}, aspec{id: "old1", index: 1, age: time.Hour, up: time.Hour},

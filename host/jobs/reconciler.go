@@ -145,6 +145,12 @@ func New(cfg Config) (*Reconciler, error) {
 	return r, nil
 }
 
+// Track tracks a restored allocation that never launched a task, without
+// starting it: a pass starts it once no superseded allocation is alive
+// (after a crash the agent may restore a held-back version together with
+// the superseded one it waited for).
+func (r *Reconciler) Track(ar Runner) { r.track(ar) }
+
 // Adopt tracks a restored allocation and runs it: live tasks are
 // re-adopted, dead ones go through their restart policy. Call it before
 // Run, which reconciles every job once.
