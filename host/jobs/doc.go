@@ -45,7 +45,9 @@
 // or misses healthy_deadline. The rule:
 //
 //   - At any moment a group runs at most the allocations of the last
-//     healthy version (state.Job.LastStable) and those of the newest.
+//     healthy version (state.Job.LastStable, or an earlier version whose
+//     allocations are healthy now although no pass recorded it before
+//     the next submission came) and those of the newest.
 //   - A version superseded before it became healthy is stopped at once,
 //     with a JobVersionSuperseded event and a Killing event on each task
 //     that says so; the newest version's allocations start only once the

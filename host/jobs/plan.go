@@ -66,7 +66,10 @@ type Stop struct {
 type Plan struct {
 	// Outcome, when set, is recorded on the job before anything else.
 	Outcome *state.UpdateOutcome
-	Stops   []Stop
+	// MarkStable, when set, is an earlier version found healthy now that
+	// no outcome records as such: it is recorded as the last stable one.
+	MarkStable *uint64
+	Stops      []Stop
 	// Superseded are the versions stopped because a newer one replaced
 	// them before they were healthy; each gets a job event.
 	Superseded []uint64
@@ -152,6 +155,13 @@ func decide(v View) Plan {
 	cur, old, extra := splitByVersion(spec, rec.Version, v.Allocs)
 	for _, a := range extra {
 		p.stop(a, ReasonOutsideSlots)
+	}
+	// An earlier version that is healthy now was healthy, whether or not a
+	// pass judged it before the next submission arrived (a plugin healthy
+	// a moment before its job is updated): it is the one to keep serving.
+	if hv, ok := healthyEarlier(old, v, rec.Version); ok {
+		v.Stable, v.HasStable = hv, true
+		p.MarkStable = &hv
 	}
 	// The stable version's allocations are the only earlier ones that may
 	// keep running; every other earlier version was superseded.
@@ -324,6 +334,39 @@ func splitByVersion(spec *jobspec.Job, version uint64, allocs []Alloc) (cur map[
 		}
 	}
 	return cur, old, extra
+}
+
+// healthyEarlier finds the newest version before current, newer than the
+// recorded stable one, whose allocations (one per slot of its own spec)
+// are all healthy now.
+func healthyEarlier(old []Alloc, v View, current uint64) (uint64, bool) {
+	byVersion := map[uint64][]*taskrunner.AllocSnapshot{}
+	for _, a := range old {
+		av := a.Snap.Alloc.JobVersion
+		if av < current && (!v.HasStable || av > v.Stable) {
+			byVersion[av] = append(byVersion[av], a.Snap)
+		}
+	}
+	versions := make([]uint64, 0, len(byVersion))
+	for av := range byVersion {
+		versions = append(versions, av)
+	}
+	slices.Sort(versions)
+	for _, av := range slices.Backward(versions) {
+		snaps := byVersion[av]
+		spec := snaps[0].Alloc.Job
+		if spec == nil {
+			continue
+		}
+		slots := 0
+		for _, g := range spec.TaskGroups {
+			slots += g.Count
+		}
+		if len(snaps) == slots && judgeRollout(spec, snaps, v.Now).healthy {
+			return av, true
+		}
+	}
+	return 0, false
 }
 
 func allDone(allocs []Alloc) bool {

@@ -70,14 +70,18 @@ type aspec struct {
 	desired                 string // "" is run
 	client                  string // "" derives from up
 	done, started, stopping bool
-	events                  []string // task event types, oldest first, each at t0-up
+	events                  []string     // task event types, oldest first, each at t0-up
+	job                     *jobspec.Job // the spec it runs; nil is testJob(2)
 }
 
 func mk(specs ...aspec) []Alloc {
 	var out []Alloc
 	for _, s := range specs {
 		al := state.Alloc{ID: s.id, JobID: "web", JobVersion: s.version, TaskGroup: "g", Index: s.index,
-			DesiredStatus: s.desired, ClientStatus: s.client, CreateTime: t0.Add(-s.age)}
+			DesiredStatus: s.desired, ClientStatus: s.client, CreateTime: t0.Add(-s.age), Job: s.job}
+		if al.Job == nil {
+			al.Job = testJob(2)
+		}
 		if al.DesiredStatus == "" {
 			al.DesiredStatus = state.AllocDesiredStatusRun
 		}
@@ -122,6 +126,9 @@ func summary(v View, p Plan) string {
 	var parts []string
 	if p.Outcome != nil {
 		parts = append(parts, "outcome "+p.Outcome.Status)
+	}
+	if p.MarkStable != nil {
+		parts = append(parts, fmt.Sprintf("mark stable %d", *p.MarkStable))
 	}
 	stops := make([]string, len(p.Stops))
 	for i, s := range p.Stops {
@@ -214,6 +221,18 @@ func TestDecide(t *testing.T) {
 				aspec{id: "u0", version: 1, age: 2 * time.Second, desired: state.AllocDesiredStatusStop, done: true},
 				aspec{id: "n0", version: 2, age: time.Second}, aspec{id: "n1", version: 2, index: 1, age: time.Second})),
 			"start n0 n1; requeue 59s"},
+		{"an earlier version healthy now, its outcome not recorded yet, keeps serving and is recorded",
+			view(rec(1, job), mk(
+				aspec{id: "h0", age: 3 * time.Second, up: 2 * time.Second}, aspec{id: "h1", index: 1, age: 3 * time.Second, up: 2 * time.Second},
+				aspec{id: "n0", version: 1, age: time.Millisecond}, aspec{id: "n1", version: 1, index: 1, age: time.Millisecond})),
+			"mark stable 0; start n0 n1; requeue 59.999s"},
+		{"the newest healthy earlier version is the one kept",
+			view(rec(3, job, outcome(0, state.UpdateSuccessful)), mk(
+				aspec{id: "s0", age: time.Hour, up: time.Hour}, aspec{id: "s1", index: 1, age: time.Hour, up: time.Hour},
+				aspec{id: "h0", version: 2, age: 3 * time.Second, up: 2 * time.Second},
+				aspec{id: "h1", version: 2, index: 1, age: 3 * time.Second, up: 2 * time.Second},
+				aspec{id: "n0", version: 3, age: time.Millisecond}, aspec{id: "n1", version: 3, index: 1, age: time.Millisecond})),
+			"mark stable 2; stop s0(replaced by healthy version 2) s1(replaced by healthy version 2); hold; requeue 59.999s"},
 		{"bounded: without a stable version every earlier one is superseded",
 			view(rec(1, job), mk(
 				aspec{id: "u0", age: 2 * time.Second, up: time.Second},

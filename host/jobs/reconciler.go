@@ -27,6 +27,7 @@ type Store interface {
 	Job(id string) (*state.JobState, error)
 	JobVersions(id string) ([]*state.JobVersion, error)
 	FinishUpdate(jobID string, out *state.UpdateOutcome) error
+	MarkStable(jobID string, version uint64) error
 	DeleteJob(jobID string) error
 }
 
@@ -310,6 +311,11 @@ func (r *Reconciler) act(jobID string, v View, p Plan) error {
 			r.log.Warn("job update failed", "job_id", jobID, "version", p.Outcome.Version, "reason", p.Outcome.Description)
 		}
 		r.cfg.OnJobEvent(jobID, typ, fmt.Sprintf("version %d: %s", p.Outcome.Version, p.Outcome.Description))
+	}
+	if p.MarkStable != nil {
+		if err := r.cfg.Store.MarkStable(jobID, *p.MarkStable); err != nil {
+			return fmt.Errorf("recording version %d of job %q as stable: %w", *p.MarkStable, jobID, err)
+		}
 	}
 	for _, sv := range p.Superseded {
 		msg := fmt.Sprintf("version %d superseded by version %d before it became healthy: its allocations stop now", sv, v.Job.Job.Version)

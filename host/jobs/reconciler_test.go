@@ -58,10 +58,10 @@ func (f *fakeRunner) StopFor(ctx context.Context, reason string) error {
 	f.reason = reason
 	slow := f.slowStop
 	f.mu.Unlock()
-	f.w.stops.Done()
 	if !slow {
 		f.end()
 	}
+	f.w.stops.Done()
 	select {
 	case <-f.done:
 		return nil
@@ -168,6 +168,16 @@ func (w *world) FinishUpdate(id string, out *state.UpdateOutcome) error {
 				jv.Stable = true
 			}
 		}
+	}
+	return nil
+}
+
+func (w *world) MarkStable(id string, v uint64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	js := w.jobs[id]
+	if js.Job.LastStable == nil || *js.Job.LastStable < v {
+		js.Job.LastStable = &v
 	}
 	return nil
 }

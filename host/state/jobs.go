@@ -212,6 +212,38 @@ func (t *Tx) FinishUpdate(id string, out *UpdateOutcome) error {
 	return t.PutJob(&rec)
 }
 
+// MarkStable records that an earlier version v was healthy although no
+// roll-out outcome says so (a newer version was submitted before the pass
+// that would have judged it): it becomes LastStable, unless a newer one
+// is, and its kept version record is marked stable. The latest outcome is
+// left alone: it is about the current version.
+func (t *Tx) MarkStable(id string, v uint64) error {
+	js, err := t.Job(id)
+	if err != nil {
+		return err
+	}
+	if js.Job.LastStable != nil && *js.Job.LastStable >= v {
+		return nil
+	}
+	rec := *js.Job
+	rec.LastStable = &v
+	vb := t.tx.Bucket([]byte(bucketJobs)).Bucket([]byte(id)).Bucket([]byte(bucketVersions))
+	if vb != nil {
+		var jv JobVersion
+		found, err := getJSON(vb, seqKey(v), &jv)
+		if err != nil {
+			return fmt.Errorf("job %s version %d: %w", id, v, err)
+		}
+		if found && !jv.Stable {
+			jv.Stable = true
+			if err := putJSON(vb, seqKey(v), &jv); err != nil {
+				return fmt.Errorf("job %s version %d: %w", id, v, err)
+			}
+		}
+	}
+	return t.PutJob(&rec)
+}
+
 // DeleteJob forgets a job and its versions; a missing job is not an error.
 func (t *Tx) DeleteJob(id string) error {
 	err := t.tx.Bucket([]byte(bucketJobs)).DeleteBucket([]byte(id))
@@ -234,6 +266,12 @@ func (t *Tx) Job(id string) (*JobState, error) {
 // in a commit of its own (Tx.FinishUpdate).
 func (db *DB) FinishUpdate(id string, out *UpdateOutcome) error {
 	return db.Update(func(tx *Tx) error { return tx.FinishUpdate(id, out) })
+}
+
+// MarkStable records an earlier version as stable in a commit of its own
+// (Tx.MarkStable).
+func (db *DB) MarkStable(id string, v uint64) error {
+	return db.Update(func(tx *Tx) error { return tx.MarkStable(id, v) })
 }
 
 // DeleteJob forgets a job and its versions in a commit of its own.

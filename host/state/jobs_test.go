@@ -452,3 +452,44 @@ func TestMigrateManySpecChanges(t *testing.T) {
 		t.Fatalf("job a: %+v", a.Job)
 	}
 }
+
+// TestStableVersions: a successful outcome and MarkStable both move
+// LastStable forward, never back; MarkStable marks the kept version stable
+// and leaves the latest outcome alone.
+func TestStableVersions(t *testing.T) {
+	db := openTest(t, statePath(t), Options{})
+	for v := range 3 {
+		submit(t, db, jobRev("web", v), t0.Add(time.Duration(v)*time.Minute))
+	}
+	if _, ok := mustJob(t, db, "web").Job.StableVersion(); ok {
+		t.Fatal("a stable version before any roll-out succeeded")
+	}
+	if err := db.MarkStable("web", 1); err != nil {
+		t.Fatal(err)
+	}
+	js := mustJob(t, db, "web")
+	if v, ok := js.Job.StableVersion(); !ok || v != 1 || js.Job.Update != nil {
+		t.Fatalf("after MarkStable(1): stable %d %v, update %+v", v, ok, js.Job.Update)
+	}
+	versions, err := db.JobVersions("web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, jv := range versions {
+		if jv.Stable != (jv.Version == 1) {
+			t.Errorf("version %d stable = %v", jv.Version, jv.Stable)
+		}
+	}
+	if err := db.MarkStable("web", 0); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := mustJob(t, db, "web").Job.StableVersion(); v != 1 {
+		t.Fatalf("MarkStable(0) moved LastStable back to %d", v)
+	}
+	if err := db.FinishUpdate("web", &UpdateOutcome{Version: 2, Status: UpdateSuccessful, Time: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := mustJob(t, db, "web").Job.StableVersion(); v != 2 {
+		t.Fatalf("after version 2 succeeded: LastStable %d", v)
+	}
+}
