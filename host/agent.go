@@ -173,7 +173,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 			a.events.Publish(&api.Event{Topic: api.TopicJob, Type: typ, Key: jobID,
 				Payload: api.EventPayload{JobID: jobID, Message: msg}})
 		},
-		OnAllocDone: func(r jobs.Runner) { a.events.Publish(allocEvent(r)) },
+		OnAllocDone: func(r jobs.Runner) { a.events.Publish(apiconv.AllocationEvent(r.State(), r.AllocDir())) },
 		GC:          cfg.GC, DataDir: cfg.DataDir,
 	})
 	if err != nil {
@@ -266,25 +266,6 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		return hooks
 	}
 	return a, nil
-}
-
-// neverLaunched reports whether an allocation that should run was recorded
-// and never tried to launch a task: every task has its Received event only.
-func neverLaunched(as *state.AllocState) bool {
-	if as.Alloc.DesiredStatus != state.AllocDesiredStatusRun {
-		return false
-	}
-	for _, tr := range as.Tasks {
-		if tr.Handle != nil {
-			return false
-		}
-		for _, ev := range tr.Events {
-			if ev.Type != taskrunner.EventReceived {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // closeIgnoring adapts a Close method value for NewAgent's closers.
@@ -402,7 +383,7 @@ func (a *Agent) restore() ([]string, error) {
 			a.logger.Error("allocation not restored", "alloc_id", as.Alloc.ID, "error", err)
 			continue
 		}
-		if neverLaunched(as) {
+		if jobs.NeverLaunched(as) {
 			// Recorded but held back (a superseded version was still
 			// alive): the first pass starts it when the bound allows.
 			a.jobs.Track(ar)
@@ -489,19 +470,10 @@ func (a *Agent) forwardTaskEvents(ctx context.Context) {
 			if r := a.jobs.Alloc(m.AllocID); r != nil {
 				// A task's change may settle its allocation, which an
 				// update of its job waits for.
-				ev := allocEvent(r)
+				ev := apiconv.AllocationEvent(r.State(), r.AllocDir())
 				a.jobs.Enqueue(ev.Payload.JobID)
 				a.events.Publish(ev)
 			}
 		}
-	}
-}
-
-// allocEvent announces an allocation's current state.
-func allocEvent(r jobs.Runner) *api.Event {
-	stub := apiconv.Allocation(r.State(), r.AllocDir()).Stub()
-	return &api.Event{
-		Topic: api.TopicAllocation, Type: "AllocationUpdated", Key: stub.ID,
-		Payload: api.EventPayload{JobID: stub.JobID, AllocID: stub.ID, Allocation: stub},
 	}
 }

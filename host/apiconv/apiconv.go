@@ -61,6 +61,16 @@ func Allocation(snap *taskrunner.AllocSnapshot, allocDir string) *api.Allocation
 	return out
 }
 
+// AllocationEvent announces an allocation's current state on the event
+// stream.
+func AllocationEvent(snap *taskrunner.AllocSnapshot, allocDir string) *api.Event {
+	stub := Allocation(snap, allocDir).Stub()
+	return &api.Event{
+		Topic: api.TopicAllocation, Type: "AllocationUpdated", Key: stub.ID,
+		Payload: api.EventPayload{JobID: stub.JobID, AllocID: stub.ID, Allocation: stub},
+	}
+}
+
 // TaskEvent is a task event on the wire.
 func TaskEvent(ev *state.TaskEvent) *api.TaskEvent {
 	if ev == nil {

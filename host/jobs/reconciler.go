@@ -152,6 +152,27 @@ func New(cfg Config) (*Reconciler, error) {
 // the superseded one it waited for).
 func (r *Reconciler) Track(ar Runner) { r.track(ar) }
 
+// NeverLaunched reports whether an allocation that should run was recorded
+// and never tried to launch a task: every task has its Received event only.
+// A restored allocation like that is tracked (Track), not adopted: it may
+// be one the bound held back.
+func NeverLaunched(as *state.AllocState) bool {
+	if as.Alloc.DesiredStatus != state.AllocDesiredStatusRun {
+		return false
+	}
+	for _, tr := range as.Tasks {
+		if tr.Handle != nil {
+			return false
+		}
+		for _, ev := range tr.Events {
+			if ev.Type != taskrunner.EventReceived {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // Adopt tracks a restored allocation and runs it: live tasks are
 // re-adopted, dead ones go through their restart policy. Call it before
 // Run, which reconciles every job once.
