@@ -22,7 +22,7 @@ import (
 
 // RunJob records job as the next version of its job, together with every
 // allocation of that version, in one commit; then the job's reconciler
-// starts them and retires the previous version's (reconcile_jobs.go). An
+// starts them and retires the previous version's (package jobs). An
 // unchanged job records nothing, but is still reconciled, so re-submitting
 // always converges to the file.
 func (a *Agent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterResponse, error) {

@@ -18,7 +18,7 @@ import (
 //
 // The job record is the agent's desired state for a job: which version
 // should run and whether the job is stopped. Allocations say what was
-// started for it (Alloc.JobVersion); the job reconciler in package host
+// started for it (Alloc.JobVersion); the job reconciler (package host/jobs)
 // moves the second towards the first, at submission and at every start.
 const (
 	bucketJobs     = "jobs"
