@@ -181,16 +181,6 @@ func TestShutdownRaces(t *testing.T) {
 				}
 			}
 		})
-		wg.Go(func() {
-			for {
-				_, err := r.WaitForPlugin(t.Context(), typ, "never")
-				if errors.Is(err, ErrShutdown) {
-					return
-				}
-				errs <- fmt.Errorf("WaitForPlugin returned %v", err)
-				return
-			}
-		})
 	}
 	for range 6 {
 		<-started

@@ -6,18 +6,6 @@ import "fmt"
 // without any registry lock held, so it may dial.
 type DispenseFunc func(info *PluginInfo) (any, error)
 
-// SetDispenser sets, replaces or (with a nil fn) removes the dispenser of a
-// plugin type. Tests use it to swap in their own client factory.
-func (r *Registry) SetDispenser(pluginType string, fn DispenseFunc) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if fn == nil {
-		delete(r.dispensers, pluginType)
-		return
-	}
-	r.dispensers[pluginType] = fn
-}
-
 // Dispense returns a client for the active instance of a plugin, made by its
 // type's DispenseFunc.
 func (r *Registry) Dispense(pluginType, name string) (any, error) {

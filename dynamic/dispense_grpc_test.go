@@ -39,8 +39,7 @@ func startHealthServer(t *testing.T, dir string) string {
 // on the active allocation's unix socket) reaches the right process, and
 // after the active allocation goes away it reaches the successor.
 func TestDispenseRealGRPC(t *testing.T) {
-	r := newRegistry(t, nil)
-	r.SetDispenser(PluginTypeCSINode, func(info *PluginInfo) (any, error) {
+	r := newRegistryConfig(t, Config{Dispensers: map[string]DispenseFunc{PluginTypeCSINode: func(info *PluginInfo) (any, error) {
 		conn, err := grpc.NewClient("unix://"+info.ConnectionInfo.SocketPath,
 			grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
@@ -48,7 +47,7 @@ func TestDispenseRealGRPC(t *testing.T) {
 		}
 		t.Cleanup(func() { conn.Close() })
 		return healthpb.NewHealthClient(conn), nil
-	})
+	}}})
 
 	old := node("p", "old")
 	old.ConnectionInfo.SocketPath = startHealthServer(t, t.TempDir())

@@ -99,8 +99,8 @@
 // Subscriptions end when their context ends or the registry shuts down;
 // events not yet read are then discarded. Watch returns the active instances
 // together with a subscription, atomically, for consumers that need a
-// starting state. WaitForPlugin walks the same feed in the caller's
-// goroutine, so it wakes on the registering event rather than polling.
+// starting state (a consumer waiting for one plugin watches and reads
+// until it is active: it wakes on the registering event, never polls).
 //
 // # Lifecycle
 //

@@ -18,7 +18,13 @@ const waitLimit = 10 * time.Second
 
 func newRegistry(t testing.TB, store Store) *Registry {
 	t.Helper()
-	r, err := New(Config{Store: store, Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Off})})
+	return newRegistryConfig(t, Config{Store: store})
+}
+
+func newRegistryConfig(t testing.TB, cfg Config) *Registry {
+	t.Helper()
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Off})
+	r, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -29,7 +29,7 @@ type Config struct {
 	// MemStore).
 	Store Store
 	// Dispensers maps a plugin type to its client factory. The map is
-	// copied; change it later with SetDispenser.
+	// copied: the dispensers are fixed for the registry's life.
 	Dispensers map[string]DispenseFunc
 	// Logger is the parent logger; nil discards logs.
 	Logger hclog.Logger

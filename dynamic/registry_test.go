@@ -1,7 +1,6 @@
 package dynamic
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -206,14 +205,13 @@ func TestLookups(t *testing.T) {
 }
 
 func TestDispense(t *testing.T) {
-	r := newRegistry(t, nil)
 	type client struct{ alloc string }
-	r.SetDispenser(PluginTypeCSINode, func(info *PluginInfo) (any, error) {
+	r := newRegistryConfig(t, Config{Dispensers: map[string]DispenseFunc{PluginTypeCSINode: func(info *PluginInfo) (any, error) {
 		if info.Version == "broken" {
 			return nil, errBoom
 		}
 		return &client{alloc: info.AllocID}, nil
-	})
+	}}})
 
 	if _, err := r.Dispense(PluginTypeCSINode, "p"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("dispense unknown: %v, want ErrNotFound", err)
@@ -240,11 +238,6 @@ func TestDispense(t *testing.T) {
 	if _, err := r.Dispense(PluginTypeCSIController, "p"); !errors.Is(err, ErrNoDispenser) {
 		t.Fatalf("dispense without dispenser: %v, want ErrNoDispenser", err)
 	}
-	r.SetDispenser(PluginTypeCSINode, nil)
-	if _, err := r.Dispense(PluginTypeCSINode, "p"); !errors.Is(err, ErrNoDispenser) {
-		t.Fatalf("dispense after removing dispenser: %v", err)
-	}
-
 	r.Shutdown()
 	if _, err := r.Dispense(PluginTypeCSIController, "p"); !errors.Is(err, ErrShutdown) {
 		t.Fatalf("dispense after shutdown: %v", err)
@@ -262,74 +255,6 @@ func TestConfigDispensersAreCopied(t *testing.T) {
 	mustRegister(t, r, node("p", "a1"))
 	if c, err := r.Dispense(PluginTypeCSINode, "p"); err != nil || c != "from config" {
 		t.Fatalf("dispense: %v, %v", c, err)
-	}
-}
-
-func TestWaitForPlugin(t *testing.T) {
-	r := newRegistry(t, nil)
-	const typ = PluginTypeCSINode
-
-	type result struct {
-		info *PluginInfo
-		err  error
-	}
-	wait := func(ctx context.Context, name string) <-chan result {
-		ch := make(chan result, 1)
-		go func() {
-			info, err := r.WaitForPlugin(ctx, typ, name)
-			ch <- result{info, err}
-		}()
-		return ch
-	}
-	get := func(ch <-chan result) result {
-		t.Helper()
-		select {
-		case res := <-ch:
-			return res
-		case <-t.Context().Done():
-		}
-		t.Fatal("test ended while waiting")
-		return result{}
-	}
-
-	// Waiting for a plugin that is not there yet: everything else that
-	// happens meanwhile (other names, an inactive update, a deregistration)
-	// must not wake it with the wrong answer.
-	mustRegister(t, r, node("p", "old"))
-	mustDeregister(t, r, typ, "p", "old")
-	res := wait(t.Context(), "p")
-	mustRegister(t, r, node("other", "o1"))
-	mustRegister(t, r, node("other", "o2"))
-	upd := node("other", "o1")
-	upd.Version = "9"
-	mustRegister(t, r, upd)
-	mustDeregister(t, r, typ, "other", "o2")
-	mustRegister(t, r, node("p", "a1"))
-	if got := get(res); got.err != nil || got.info.AllocID != "a1" || got.info.Name != "p" {
-		t.Fatalf("WaitForPlugin = %+v, %v; want p/a1", got.info, got.err)
-	}
-
-	// Already there: immediate.
-	if info, err := r.WaitForPlugin(t.Context(), typ, "p"); err != nil || info.AllocID != "a1" {
-		t.Fatalf("WaitForPlugin registered = %+v, %v", info, err)
-	}
-
-	// Context ends first.
-	ctx, cancel := context.WithCancel(t.Context())
-	res = wait(ctx, "missing")
-	cancel()
-	if got := get(res); !errors.Is(got.err, context.Canceled) || !strings.Contains(got.err.Error(), "missing") {
-		t.Fatalf("WaitForPlugin cancelled = %v, want wrapped context.Canceled", got.err)
-	}
-
-	// Registry shuts down first.
-	res = wait(t.Context(), "missing")
-	r.Shutdown()
-	if got := get(res); !errors.Is(got.err, ErrShutdown) {
-		t.Fatalf("WaitForPlugin at shutdown = %v, want ErrShutdown", got.err)
-	}
-	if _, err := r.WaitForPlugin(t.Context(), typ, "missing"); !errors.Is(err, ErrShutdown) {
-		t.Fatalf("WaitForPlugin after shutdown = %v, want ErrShutdown", err)
 	}
 }
 

@@ -17,15 +17,18 @@ import (
 	"github.com/pluginhost/pluginhost/csi/volumes"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/apiconv"
 	"github.com/pluginhost/pluginhost/host/cgroup"
 	"github.com/pluginhost/pluginhost/host/config"
+	"github.com/pluginhost/pluginhost/host/csihook"
 	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/driver"
+	"github.com/pluginhost/pluginhost/host/events"
+	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/metrics"
 	"github.com/pluginhost/pluginhost/host/state"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
-	"github.com/pluginhost/pluginhost/internal/reconcile"
 	"github.com/pluginhost/pluginhost/sdk"
 )
 
@@ -66,8 +69,11 @@ type Agent struct {
 	watcher   *driver.Watcher
 	cgroups   *cgroup.Manager
 	runnerCfg *taskrunner.Config
-	events    *broker
-	taskQueue *eventQueue
+	events    *events.Broker
+	taskQueue *events.TaskQueue
+	// jobs owns the allocation runners: it runs the job reconciler and
+	// the collector, and answers which allocations there are.
+	jobs *jobs.Reconciler
 
 	// cpuMHz and cpuCores turn CPU percentages into Nomad's MHz
 	// (TotalTicks); read once at start.
@@ -76,42 +82,17 @@ type Agent struct {
 
 	startTime time.Time
 	ready     atomic.Bool
-	addr      string
 
-	// jobQueue runs reconcileJob, keyed by job ID.
-	jobQueue *reconcile.Queue
-	// jobMu is held by a submission from its commit until its runners are
-	// tracked, and by a reconcile pass while it decides: a pass never sees
-	// a recorded version without its allocations.
-	jobMu sync.Mutex
-
-	mu     sync.Mutex
-	allocs map[string]*allocEntry
-	// changed is closed and replaced whenever an allocation's status
-	// may have changed; waiters select on it instead of polling.
-	changed chan struct{}
-	// gcKick wakes the garbage collector when an allocation finished.
-	gcKick chan struct{}
-
+	mu   sync.Mutex
+	addr string
 	// runCtx is Run's context: goroutines started on behalf of requests
-	// live as long as the agent, not as long as the request.
+	// (a consumer's broker lease) end with it. Guarded by mu.
 	runCtx context.Context
 
 	// follower follows the registry's events of every plugin type.
 	follower typeFollower
 
 	wg sync.WaitGroup
-}
-
-// allocEntry is an allocation the agent runs or remembers.
-type allocEntry struct {
-	runner *taskrunner.AllocRunner
-	jobID  string
-	// created never changes; kept here so that listings sort without
-	// taking a full snapshot (events included) of every allocation.
-	created time.Time
-	// stopping: a stop was started (under Agent.mu).
-	stopping bool
 }
 
 // NewAgent opens the state store, restores the plugin registry and starts the
@@ -130,15 +111,13 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	a = &Agent{
 		cfg:       cfg,
 		logger:    logger.Named("agent"),
-		events:    newBroker(),
-		taskQueue: newEventQueue(),
-		allocs:    make(map[string]*allocEntry),
-		changed:   make(chan struct{}),
-		gcKick:    make(chan struct{}, 1),
+		events:    events.NewBroker(),
+		taskQueue: events.NewTaskQueue(),
 		startTime: time.Now(),
 		metrics:   metrics.New(),
 		health:    csiplugin.NewHealthTable(),
 	}
+	a.follower = typeFollower{publish: a.events.Publish, wg: &a.wg}
 	a.cpuMHz, a.cpuCores = cpuFingerprint()
 	// Undo what was built if a later step fails.
 	var closers []func()
@@ -175,13 +154,14 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		return nil, fmt.Errorf("agent: restoring the plugin registry: %w", err)
 	}
 	closers = append(closers, a.registry.Shutdown)
+	a.follower.registry = a.registry
 
 	a.csi, err = plugins.NewManager(plugins.ManagerConfig{
 		Registry:            a.registry,
 		Logger:              logger,
 		FingerprintInterval: cfg.CSI.FingerprintInterval,
 		FingerprintTimeout:  cfg.CSI.ProbeTimeout,
-		OnHealthChange:      a.onHealthChange,
+		OnHealthChange:      func(ev plugins.HealthEvent) { onHealthChange(a.events.Publish, a.volumes, a.csi, ev) },
 		Client:              csi.ClientConfig{Observer: a.metrics},
 	})
 	if err != nil {
@@ -189,20 +169,29 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	}
 
 	a.volumes, err = volumes.NewVolumeManager(volumes.VolumeManagerConfig{
-		Store: a.db, Plugins: a.csi, Logger: logger, OnChange: a.onVolumeChange, Allocs: a.db,
+		Store: a.db, Plugins: a.csi, Logger: logger, Allocs: a.db,
+		OnChange: func(v *volumes.Volume, deleted bool) { onVolumeChange(a.events.Publish, a.volumes, a.csi, v, deleted) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent: volume manager: %w", err)
 	}
 
-	a.jobQueue, err = reconcile.New(reconcile.Config{
-		Reconcile: a.reconcileJob,
-		Logger:    logger.Named("jobs"),
+	factory := &allocFactory{db: a.db, volumes: a.volumes}
+	a.jobs, err = jobs.New(jobs.Config{
+		Store: a.db, Factory: factory, Logger: logger,
+		Exclusive: csihook.Exclusive,
+		OnJobEvent: func(jobID, typ, msg string) {
+			a.events.Publish(&api.Event{Topic: api.TopicJob, Type: typ, Key: jobID,
+				Payload: api.EventPayload{JobID: jobID, Message: msg}})
+		},
+		OnAllocDone: func(r jobs.Runner) { a.events.Publish(apiconv.AllocationEvent(r.State(), r.AllocDir())) },
+		GC:          cfg.GC, DataDir: cfg.DataDir,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("agent: job queue: %w", err)
+		return nil, fmt.Errorf("agent: %w", err)
 	}
-	if err := a.watchMetrics(); err != nil {
+	factory.jobOf = a.jobs.JobOf
+	if err := watchMetrics(a); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 
@@ -228,7 +217,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	} else {
 		a.logger.Warn("cgroups cannot be used: task resources are not enforced, and a stop kills only a task's process group", "reason", a.cgroups.Reason())
 	}
-	a.runnerCfg = &taskrunner.Config{
+	factory.runners = &taskrunner.Config{
 		Cgroups:       a.cgroups,
 		DataDir:       cfg.DataDir,
 		SocketRoot:    cfg.Plugin.SocketDir,
@@ -240,9 +229,10 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 			if len(req.Group.Volumes) == 0 {
 				return nil
 			}
-			return []taskrunner.AllocHook{volumeHook{a: a}}
+			return []taskrunner.AllocHook{csihook.Hook{Volumes: a.volumes,
+				MountTimeout: cfg.CSI.VolumeMountTimeout, Logger: logger.Named("csi_volumes")}}
 		},
-		OnEvent:    a.taskQueue.push,
+		OnEvent:    a.taskQueue.Push,
 		Metrics:    a.metrics,
 		NodeName:   cfg.NodeName,
 		NodeID:     nodeID,
@@ -250,6 +240,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		LogLevel:   cfg.LogLevel,
 		Logger:     logger,
 	}
+	a.runnerCfg = factory.runners
 	mountRoot := filepath.Join(cfg.DataDir, "csi")
 	if err := shareMountRoot(mountRoot); err != nil {
 		// Without privileges nothing can be mounted anyway; volumes will
@@ -276,7 +267,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		if req != nil {
 			if t := genericPluginType(req.Task); t != "" {
 				// Before the supervisor can register it.
-				a.followType(t)
+				a.follower.follow(t)
 			}
 		}
 		hooks := csiHooks(req)
@@ -294,12 +285,6 @@ func closeIgnoring(closeFn func() error) func() { return func() { _ = closeFn() 
 // Registry is the agent's plugin registry (the CSI supervisor registers
 // plugins in it).
 func (a *Agent) Registry() *dynamic.Registry { return a.registry }
-
-// Config is the agent's configuration.
-func (a *Agent) Config() *config.Config { return a.cfg }
-
-// Ready reports whether every plugin known at start has been fingerprinted.
-func (a *Agent) Ready() bool { return a.ready.Load() }
 
 // Run restores allocations, starts the HTTP API and the job files of the
 // configuration, and blocks until ctx ends; then it shuts down, leaving every
@@ -319,37 +304,26 @@ func (a *Agent) Run(ctx context.Context, serve func(context.Context) error) erro
 		defer a.wg.Done()
 		a.forwardTaskEvents(runCtx)
 	}()
-	a.followRegistry(runCtx)
+	a.follower.start(runCtx)
 
 	if err := a.csi.Start(); err != nil {
 		a.shutdown()
 		return fmt.Errorf("agent: csi manager: %w", err)
 	}
-	if err := a.restore(); err != nil {
+	jobIDs, err := a.restore()
+	if err != nil {
 		a.shutdown()
 		return err
 	}
-	// Every job is reconciled once at start: whatever a killed agent left
-	// unfinished (an update, a stop, a purge) is finished from the record.
-	a.jobQueue.Run(runCtx)
 	if err := a.volumes.Start(runCtx); err != nil {
 		cancel()
 		a.shutdown()
 		return fmt.Errorf("agent: %w", err)
 	}
-	if err := a.reconcileAll(); err != nil {
-		cancel()
-		a.shutdown()
-		return err
-	}
-
-	if a.cfg.GC.Interval > 0 {
-		a.wg.Add(1)
-		go func() {
-			defer a.wg.Done()
-			a.gc(runCtx)
-		}()
-	}
+	// Every job is reconciled once at start, once the volume manager runs
+	// (a revert checks claims): whatever a killed agent left unfinished
+	// (an update, a stop, a purge) is finished from the record.
+	a.jobs.Run(runCtx, jobIDs)
 
 	serveErr := make(chan error, 1)
 	if serve != nil {
@@ -366,11 +340,24 @@ func (a *Agent) Run(ctx context.Context, serve func(context.Context) error) erro
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		a.waitReady(runCtx)
+		// Ready once the CSI manager has fingerprinted every plugin it
+		// knew at start.
+		if err := a.csi.WaitReady(runCtx); err != nil {
+			return
+		}
+		a.ready.Store(true)
+		csiPlugins, other := readyCounts(a.csi, a.registry)
+		a.logger.Info("agent ready", "plugins", csiPlugins+other, "csi_plugins", csiPlugins, "other_plugins", other)
+		a.events.Publish(&api.Event{Topic: api.TopicAgent, Type: "Ready", Key: a.cfg.NodeName,
+			Payload: api.EventPayload{Message: "restored plugins fingerprinted"}})
 	}()
 
 	for _, path := range a.cfg.Jobs {
-		if err := a.runJobFile(runCtx, path); err != nil {
+		job, err := jobspec.ParseFile(path)
+		if err == nil {
+			_, err = a.RunJob(runCtx, job)
+		}
+		if err != nil {
 			a.logger.Error("job file from the configuration not started", "file", path, "error", err)
 		}
 	}
@@ -379,7 +366,9 @@ func (a *Agent) Run(ctx context.Context, serve func(context.Context) error) erro
 	if a.cfg.DevMode {
 		// A dev agent's data dir is thrown away after it: its tasks go
 		// with it rather than running on without state.
-		a.stopAll()
+		sctx, scancel := context.WithTimeout(context.Background(), jobs.StopTimeout)
+		a.jobs.StopAll(sctx)
+		scancel()
 	}
 	a.shutdown()
 	select {
@@ -390,56 +379,17 @@ func (a *Agent) Run(ctx context.Context, serve func(context.Context) error) erro
 	}
 }
 
-// waitReady marks the agent ready once the CSI manager has fingerprinted
-// every plugin it knew at start.
-func (a *Agent) waitReady(ctx context.Context) {
-	if err := a.csi.WaitReady(ctx); err != nil {
-		return
-	}
-	a.ready.Store(true)
-	csiPlugins, other := a.readyCounts()
-	a.logger.Info("agent ready", "plugins", csiPlugins+other, "csi_plugins", csiPlugins, "other_plugins", other)
-	a.events.publish(&api.Event{Topic: api.TopicAgent, Type: "Ready", Key: a.cfg.NodeName,
-		Payload: api.EventPayload{Message: "restored plugins fingerprinted"}})
-}
-
-// readyCounts counts the plugins the agent is ready with: CSI plugins by
-// plugin ID (a monolith's node and controller halves are one plugin, as in
-// `plugin status`), every other type by type and name, from the registry.
-func (a *Agent) readyCounts() (csiPlugins, other int) {
-	csiPlugins = len(a.csi.Plugins())
-	for _, t := range a.registry.Types() {
-		if !isCSIType(t) {
-			other += len(a.registry.List(t))
-		}
-	}
-	return csiPlugins, other
-}
-
-// reconcileAll adds every job the agent knows of to the job queue: those
-// with a record and those with allocations only.
-func (a *Agent) reconcileAll() error {
+// restore rebuilds the runner of every stored allocation and hands it to
+// the job reconciler, which starts it: live tasks are re-adopted, dead ones
+// go through their restart policy. It returns every job with a record.
+func (a *Agent) restore() ([]string, error) {
 	recs, err := a.db.Jobs()
 	if err != nil {
-		return fmt.Errorf("agent: loading jobs: %w", err)
+		return nil, fmt.Errorf("agent: loading jobs: %w", err)
 	}
-	for _, js := range recs {
-		a.jobQueue.Add(js.Job.ID)
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, e := range a.allocs {
-		a.jobQueue.Add(e.jobID)
-	}
-	return nil
-}
-
-// restore rebuilds the runner of every stored allocation and starts it:
-// live tasks are re-adopted, dead ones go through their restart policy.
-func (a *Agent) restore() error {
 	stored, err := a.db.LoadAllocs()
 	if err != nil {
-		return fmt.Errorf("agent: loading allocations: %w", err)
+		return nil, fmt.Errorf("agent: loading allocations: %w", err)
 	}
 	sweepCgroups(a.cgroups, stored, a.logger)
 	for _, as := range stored {
@@ -448,22 +398,22 @@ func (a *Agent) restore() error {
 			a.logger.Error("allocation not restored", "alloc_id", as.Alloc.ID, "error", err)
 			continue
 		}
-		a.track(&allocEntry{runner: ar, jobID: as.Alloc.JobID})
-		ar.Run()
+		if jobs.NeverLaunched(as) {
+			// Recorded but held back (a superseded version was still
+			// alive): the first pass starts it when the bound allows.
+			a.jobs.Track(ar)
+		} else {
+			a.jobs.Adopt(ar)
+		}
 	}
 	if len(stored) > 0 {
 		a.logger.Info("allocations restored", "count", len(stored))
 	}
-	return nil
-}
-
-func (a *Agent) runJobFile(ctx context.Context, path string) error {
-	job, err := jobspec.ParseFile(path)
-	if err != nil {
-		return err
+	ids := make([]string, len(recs))
+	for i, js := range recs {
+		ids[i] = js.Job.ID
 	}
-	_, err = a.RunJob(ctx, job)
-	return err
+	return ids, nil
 }
 
 // Close releases an agent whose Run was never called (Run releases
@@ -475,26 +425,16 @@ func (a *Agent) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// No pass may start allocations while they are being let go of.
-	a.jobQueue.Wait()
+	a.jobs.Wait()
 	a.volumes.Wait()
 	if err := a.csi.Shutdown(ctx); err != nil {
 		a.logger.Warn("csi manager shutdown", "error", err)
 	}
-	a.mu.Lock()
-	runners := make([]*taskrunner.AllocRunner, 0, len(a.allocs))
-	for _, e := range a.allocs {
-		runners = append(runners, e.runner)
-	}
-	a.mu.Unlock()
-	for _, ar := range runners {
-		if err := ar.Shutdown(ctx); err != nil {
-			a.logger.Warn("allocation shutdown", "alloc_id", ar.ID(), "error", err)
-		}
-	}
-	a.taskQueue.close()
+	a.jobs.Shutdown(ctx)
+	a.taskQueue.Close()
 	a.registry.Shutdown()
 	a.wg.Wait()
-	a.events.close()
+	a.events.Close()
 	if err := a.watcher.Close(); err != nil {
 		a.logger.Warn("process watcher close", "error", err)
 	}
@@ -504,29 +444,23 @@ func (a *Agent) shutdown() {
 	a.logger.Info("agent stopped; tasks keep running")
 }
 
-// notifyChanged wakes everyone waiting for an allocation status change.
-func (a *Agent) notifyChanged() {
-	a.mu.Lock()
-	close(a.changed)
-	a.changed = make(chan struct{})
-	a.mu.Unlock()
-}
-
 // onHealthChange turns CSI health changes into API events.
-func (a *Agent) onHealthChange(ev plugins.HealthEvent) {
+// volumes is nil until NewAgent has built it (the CSI manager, built
+// first, may report before).
+func onHealthChange(publish func(*api.Event), volumes *volumes.VolumeManager, mgr *plugins.Manager, ev plugins.HealthEvent) {
 	// Volume work waiting for this plugin's controller resumes now.
-	if a.volumes != nil {
-		a.volumes.PluginChanged(ev.PluginID)
+	if volumes != nil {
+		volumes.PluginChanged(ev.PluginID)
 	}
 	typ := "PluginUnhealthy"
 	if ev.Healthy {
 		typ = "PluginHealthy"
 	}
 	var controllerRequired bool
-	if p, ok := a.csi.Plugin(ev.PluginID); ok {
+	if p, ok := mgr.Plugin(ev.PluginID); ok {
 		controllerRequired = p.ControllerRequired
 	}
-	a.events.publish(&api.Event{
+	publish(&api.Event{
 		Topic: api.TopicPlugin, Type: typ, Key: ev.PluginID, Time: ev.Time.UnixNano(),
 		Payload: api.EventPayload{AllocID: ev.AllocID, PluginType: ev.Type, Message: ev.Description,
 			Plugin: &api.CSIInfo{PluginID: ev.PluginID, AllocID: ev.AllocID, Healthy: ev.Healthy,
@@ -539,126 +473,35 @@ func (a *Agent) onHealthChange(ev plugins.HealthEvent) {
 // taking a snapshot from inside their event callback could deadlock.
 func (a *Agent) forwardTaskEvents(ctx context.Context) {
 	for {
-		batch, ok := a.taskQueue.pop(ctx)
+		batch, ok := a.taskQueue.Pop(ctx)
 		if !ok {
 			return
 		}
 		for _, m := range batch {
-			a.events.publish(&api.Event{
-				Topic: api.TopicTask, Type: m.ev.Type, Key: m.allocID, Time: m.ev.Time.UnixNano(),
-				Payload: api.EventPayload{AllocID: m.allocID, TaskName: m.task, TaskEvent: taskEvent(m.ev)},
+			a.events.Publish(&api.Event{
+				Topic: api.TopicTask, Type: m.Event.Type, Key: m.AllocID, Time: m.Event.Time.UnixNano(),
+				Payload: api.EventPayload{AllocID: m.AllocID, TaskName: m.Task, TaskEvent: apiconv.TaskEvent(m.Event)},
 			})
-			if e := a.entry(m.allocID); e != nil {
+			if r := a.jobs.Alloc(m.AllocID); r != nil {
 				// A task's change may settle its allocation, which an
 				// update of its job waits for.
-				a.jobQueue.Add(e.jobID)
-				stub := allocation(e.runner).Stub()
-				a.events.publish(&api.Event{
-					Topic: api.TopicAllocation, Type: "AllocationUpdated", Key: m.allocID,
-					Payload: api.EventPayload{JobID: stub.JobID, AllocID: m.allocID, Allocation: stub},
-				})
+				ev := apiconv.AllocationEvent(r.State(), r.AllocDir())
+				a.jobs.Enqueue(ev.Payload.JobID)
+				a.events.Publish(ev)
 			}
 		}
-		a.notifyChanged()
 	}
 }
 
-// track adds an allocation and publishes its final state once all its
-// tasks are dead: the runners mark a task dead after its last task event,
-// so without this no event would ever show a stopped allocation complete.
-func (a *Agent) track(e *allocEntry) {
-	e.created = e.runner.State().Alloc.CreateTime
-	a.mu.Lock()
-	a.allocs[e.runner.ID()] = e
-	ctx := a.runCtx
-	a.mu.Unlock()
-	if ctx == nil {
-		return
-	}
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		select {
-		case <-e.runner.Done():
-		case <-ctx.Done():
-			return
-		}
-		if ctx.Err() != nil {
-			return // the runner was shut down with the agent
-		}
-		stub := allocation(e.runner).Stub()
-		a.events.publish(&api.Event{
-			Topic: api.TopicAllocation, Type: "AllocationUpdated", Key: stub.ID,
-			Payload: api.EventPayload{JobID: stub.JobID, AllocID: stub.ID, Allocation: stub},
-		})
-		a.notifyChanged()
-		a.jobQueue.Add(e.jobID)
-		a.kickGC()
-	}()
-}
-
-func (a *Agent) entry(allocID string) *allocEntry {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.allocs[allocID]
-}
-
-// eventQueue carries task events from the task runners' goroutines to
-// forwardTaskEvents without blocking them.
-type eventQueue struct {
-	mu     sync.Mutex
-	items  []taskEventMsg
-	wake   chan struct{}
-	closed bool
-}
-
-type taskEventMsg struct {
-	allocID, task string
-	ev            *state.TaskEvent
-}
-
-func newEventQueue() *eventQueue { return &eventQueue{wake: make(chan struct{}, 1)} }
-
-func (q *eventQueue) push(allocID, task string, ev *state.TaskEvent) {
-	q.mu.Lock()
-	if !q.closed {
-		q.items = append(q.items, taskEventMsg{allocID, task, ev})
-	}
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-// pop waits for events and returns all of them; ok is false once the queue
-// is closed and drained, or ctx ended.
-func (q *eventQueue) pop(ctx context.Context) ([]taskEventMsg, bool) {
-	for {
-		q.mu.Lock()
-		items, closed := q.items, q.closed
-		q.items = nil
-		q.mu.Unlock()
-		if len(items) > 0 {
-			return items, true
-		}
-		if closed {
-			return nil, false
-		}
-		select {
-		case <-q.wake:
-		case <-ctx.Done():
-			return nil, false
+// readyCounts counts the plugins the agent is ready with: CSI plugins by
+// plugin ID (a monolith's node and controller halves are one plugin, as in
+// `plugin status`), every other type by type and name, from the registry.
+func readyCounts(mgr *plugins.Manager, reg *dynamic.Registry) (csiPlugins, other int) {
+	csiPlugins = len(mgr.Plugins())
+	for _, t := range reg.Types() {
+		if !isCSIType(t) {
+			other += len(reg.List(t))
 		}
 	}
-}
-
-func (q *eventQueue) close() {
-	q.mu.Lock()
-	q.closed = true
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
+	return csiPlugins, other
 }

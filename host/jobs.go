@@ -6,27 +6,23 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/apiconv"
 	"github.com/pluginhost/pluginhost/host/cgroup"
+	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
 
-// stopTimeout bounds a job stop; kill_timeout is per task and the stops run
-// in parallel, so this is generous.
-const stopTimeout = 5 * time.Minute
-
 // RunJob records job as the next version of its job, together with every
 // allocation of that version, in one commit; then the job's reconciler
-// starts them and retires the previous version's (reconcile_jobs.go). An
+// starts them and retires the previous version's (package jobs). An
 // unchanged job records nothing, but is still reconciled, so re-submitting
 // always converges to the file.
 func (a *Agent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterResponse, error) {
@@ -39,7 +35,7 @@ func (a *Agent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterR
 	if err := jobspec.Validate(job); err != nil {
 		return nil, &api.FieldError{Field: "Job", Err: err}
 	}
-	if !a.datacenterMatches(job.Datacenters) {
+	if !datacenterMatches(a.cfg.Datacenter, job.Datacenters) {
 		return nil, &api.FieldError{Field: "Datacenters", Err: fmt.Errorf(
 			"this agent is in datacenter %q, the job asks for %s", a.cfg.Datacenter, strings.Join(job.Datacenters, ", "))}
 	}
@@ -49,77 +45,15 @@ func (a *Agent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterR
 	if err := jobspec.CheckHost(job, a.cfg.HostPolicy()); err != nil {
 		return nil, &api.FieldError{Field: "Job", Err: err}
 	}
-	resp, err := a.submit(job)
+	// The claim check and the commit happen under the reconciler's lock
+	// (allocFactory.Submit), so that two submissions cannot both take a
+	// volume that allows one writer.
+	res, ids, err := a.jobs.Submit(ctx, job)
 	if err != nil {
 		return nil, err
 	}
-	if err := a.jobQueue.AddAndWait(ctx, job.ID); err != nil {
-		// The submission is recorded; the reconciler retries on its own.
-		a.logger.Warn("job recorded, first reconcile failed", "job_id", job.ID, "error", err)
-	}
-	return resp, nil
-}
-
-// submit records a new version of job and its allocations in one commit and
-// starts their runners. It holds jobMu so the reconciler never sees the new
-// version without its allocations' runners.
-func (a *Agent) submit(job *jobspec.Job) (*api.JobRegisterResponse, error) {
-	a.jobMu.Lock()
-	defer a.jobMu.Unlock()
-	return a.submitLocked(job)
-}
-
-// submitLocked is submit with jobMu held (a reconcile pass reverting).
-func (a *Agent) submitLocked(job *jobspec.Job) (*api.JobRegisterResponse, error) {
-	if err := a.checkClaims(job); err != nil {
-		return nil, err
-	}
-	resp := &api.JobRegisterResponse{JobID: job.ID}
-	var (
-		res     *state.SubmitResult
-		runners []*taskrunner.AllocRunner
-	)
-	// The new allocations' volume claims commit with them (see
-	// claimAllocs): the volume records' locks are taken first, as every
-	// writer of a volume record does before the store's.
-	claims := a.volumes.BeginClaims(jobVolumeIDs(job))
-	err := a.db.Update(func(tx *state.Tx) error {
-		var err error
-		runners = nil
-		res, err = tx.SubmitJob(job, time.Now())
-		if err != nil || !res.Changed {
-			return err
-		}
-		for _, g := range job.TaskGroups {
-			for i := 0; i < g.Count; i++ {
-				ar, err := taskrunner.PrepareAlloc(a.runnerCfg, job, res.Job.Version, g.Name, i)
-				if err != nil {
-					return fmt.Errorf("allocation %s[%d]: %w", g.Name, i, err)
-				}
-				if err := ar.Record(tx); err != nil {
-					return fmt.Errorf("allocation %s[%d]: %w", g.Name, i, err)
-				}
-				runners = append(runners, ar)
-			}
-		}
-		return a.claimAllocs(tx, claims, job, runners)
-	})
-	claims.End(err == nil)
-	if err != nil {
-		return nil, fmt.Errorf("recording job %q: %w", job.ID, err)
-	}
-	resp.Version = res.Job.Version
-	resp.Warnings = append(JobWarnings(job), containmentWarnings(a.cgroups)...)
-	for _, ar := range runners {
-		ar.Recorded()
-		a.track(&allocEntry{runner: ar, jobID: job.ID})
-		ar.Run()
-		resp.AllocIDs = append(resp.AllocIDs, ar.ID())
-	}
-	if res.Changed {
-		a.logger.Info("job version recorded", "job_id", job.ID, "version", res.Job.Version, "allocs", len(runners))
-	}
-	return resp, nil
+	return &api.JobRegisterResponse{JobID: job.ID, Version: res.Job.Version, AllocIDs: ids,
+		Warnings: append(JobWarnings(job), containmentWarnings(a.cgroups)...)}, nil
 }
 
 // JobWarnings are what the agent accepts but runs differently from Nomad,
@@ -197,42 +131,12 @@ func (a *Agent) StopJob(ctx context.Context, jobID string, purge bool) error {
 	if err != nil {
 		return fmt.Errorf("stopping job %q: %w", jobID, err)
 	}
-	if err := a.jobQueue.AddAndWait(ctx, jobID); err != nil {
+	if err := a.jobs.Reconcile(ctx, jobID); err != nil {
 		return err
 	}
-	wctx, cancel := context.WithTimeout(ctx, stopTimeout)
+	wctx, cancel := context.WithTimeout(ctx, jobs.StopTimeout)
 	defer cancel()
-	return a.waitJobStopped(wctx, jobID, purge)
-}
-
-// waitJobStopped waits until every allocation of the job is done and, for a
-// purge, forgotten.
-func (a *Agent) waitJobStopped(ctx context.Context, jobID string, purge bool) error {
-	for {
-		a.mu.Lock()
-		changed := a.changed
-		a.mu.Unlock()
-		entries := a.jobAllocs(jobID)
-		done := true
-		for _, e := range entries {
-			select {
-			case <-e.runner.Done():
-			default:
-				done = false
-			}
-		}
-		if done && (!purge || len(entries) == 0) {
-			if st := a.jobQueue.Status(jobID); st.LastError != nil {
-				return fmt.Errorf("stopping job %q: %w", jobID, st.LastError)
-			}
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return fmt.Errorf("stopping job %q: %w", jobID, ctx.Err())
-		}
-	}
+	return a.jobs.WaitStopped(wctx, jobID, purge)
 }
 
 // RevertJob submits an earlier version's spec again, as a new version, as
@@ -276,7 +180,7 @@ func (a *Agent) JobVersions(ctx context.Context, jobID string) ([]*api.Job, erro
 	}
 	out := make([]*api.Job, 0, len(versions))
 	for _, v := range versions {
-		j := apiJob(v.Job)
+		j := apiconv.Job(v.Job)
 		j.Version, j.SubmitTime, j.Stable = v.Version, v.SubmitTime.UnixNano(), v.Stable
 		j.Stop = v.Version == js.Job.Version && js.Job.Stop
 		out = append(out, j)
@@ -284,37 +188,13 @@ func (a *Agent) JobVersions(ctx context.Context, jobID string) ([]*api.Job, erro
 	return out, nil
 }
 
-// jobAllocs returns every allocation of a job, newest first.
-func (a *Agent) jobAllocs(jobID string) []*allocEntry {
-	a.mu.Lock()
-	var out []*allocEntry
-	for _, e := range a.allocs {
-		if e.jobID == jobID {
-			out = append(out, e)
-		}
-	}
-	a.mu.Unlock()
-	sortNewestFirst(out)
-	return out
-}
-
-func sortNewestFirst(entries []*allocEntry) {
-	sort.SliceStable(entries, func(i, j int) bool {
-		ti, tj := entries[i].created, entries[j].created
-		if !ti.Equal(tj) {
-			return ti.After(tj)
-		}
-		return entries[i].runner.ID() < entries[j].runner.ID()
-	})
-}
-
 // datacenterMatches applies Nomad's datacenter globs to this agent's.
-func (a *Agent) datacenterMatches(patterns []string) bool {
+func datacenterMatches(dc string, patterns []string) bool {
 	if len(patterns) == 0 {
 		return true
 	}
 	for _, p := range patterns {
-		if ok, err := path.Match(p, a.cfg.Datacenter); err == nil && ok {
+		if ok, err := path.Match(p, dc); err == nil && ok {
 			return true
 		}
 	}
@@ -329,7 +209,7 @@ func (a *Agent) Jobs(ctx context.Context) ([]*api.JobListStub, error) {
 	}
 	out := make([]*api.JobListStub, 0, len(recs))
 	for _, js := range recs {
-		j := a.describeJob(js)
+		j := describeJob(a.jobs, js)
 		out = append(out, &api.JobListStub{ID: j.ID, Name: j.Name, Type: j.Type, Status: j.Status,
 			StatusDescription: j.StatusDescription, Stop: j.Stop, Version: j.Version, SubmitTime: j.SubmitTime,
 			ModifyTime: j.ModifyTime, JobSummary: j.JobSummary})
@@ -346,22 +226,22 @@ func (a *Agent) Job(ctx context.Context, id string) (*api.Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job %q: %w", id, err)
 	}
-	return a.describeJob(js), nil
+	return describeJob(a.jobs, js), nil
 }
 
-func (a *Agent) describeJob(js *state.JobState) *api.Job {
-	entries := a.jobAllocs(js.Job.ID)
-	snaps := make([]*taskrunner.AllocSnapshot, len(entries))
-	for i, e := range entries {
-		snaps[i] = e.runner.State()
+func describeJob(r *jobs.Reconciler, js *state.JobState) *api.Job {
+	runners := r.JobAllocs(js.Job.ID)
+	snaps := make([]*taskrunner.AllocSnapshot, len(runners))
+	for i, ar := range runners {
+		snaps[i] = ar.State()
 	}
-	return jobStatus(js, snaps)
+	return apiconv.JobStatus(js, snaps)
 }
 
 // Allocs lists a job's allocations, newest first.
 func (a *Agent) Allocs(ctx context.Context, jobID string) ([]*api.AllocListStub, error) {
-	entries := a.jobAllocs(jobID)
-	if len(entries) == 0 {
+	runners := a.jobs.JobAllocs(jobID)
+	if len(runners) == 0 {
 		if _, err := a.db.Job(jobID); err != nil {
 			if errors.Is(err, state.ErrJobNotFound) {
 				return nil, fmt.Errorf("job %q: %w", jobID, api.ErrNotFound)
@@ -369,72 +249,42 @@ func (a *Agent) Allocs(ctx context.Context, jobID string) ([]*api.AllocListStub,
 			return nil, err
 		}
 	}
-	out := make([]*api.AllocListStub, len(entries))
-	for i, e := range entries {
-		out[i] = allocation(e.runner).Stub()
+	out := make([]*api.AllocListStub, len(runners))
+	for i, ar := range runners {
+		out[i] = apiconv.Allocation(ar.State(), ar.AllocDir()).Stub()
 	}
 	return out, nil
 }
 
 // Alloc finds an allocation by ID or unique prefix.
 func (a *Agent) Alloc(ctx context.Context, id string) (*api.Allocation, error) {
-	e, err := a.lookupAlloc(id)
+	ar, err := lookupAlloc(a.jobs, id)
 	if err != nil {
 		return nil, err
 	}
-	out := allocation(e.runner)
-	out.Volumes = a.allocVolumes(e.runner)
+	snap := ar.State()
+	out := apiconv.Allocation(snap, ar.AllocDir())
+	out.Volumes = apiconv.AllocVolumes(snap, a.volumes.Volume)
 	return out, nil
 }
 
-func (a *Agent) lookupAlloc(prefix string) (*allocEntry, error) {
+func lookupAlloc(r *jobs.Reconciler, prefix string) (jobs.Runner, error) {
 	if prefix == "" {
 		return nil, &api.FieldError{Field: "AllocID", Err: errors.New("an allocation ID or prefix is required")}
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if e, ok := a.allocs[prefix]; ok {
-		return e, nil
-	}
-	var matches []string
-	for id := range a.allocs {
-		if strings.HasPrefix(id, prefix) {
-			matches = append(matches, id)
-		}
-	}
-	switch len(matches) {
+	switch ids := r.Matching(prefix); len(ids) {
 	case 0:
 		// Bare: the API server names the allocation it was asked for
 		// (api: "allocation \"ffff\": not found"); naming it here too
 		// doubled the name in every 404.
 		return nil, api.ErrNotFound
 	case 1:
-		return a.allocs[matches[0]], nil
+		if ar := r.Alloc(ids[0]); ar != nil {
+			return ar, nil
+		}
+		// Forgotten since it was matched.
+		return nil, fmt.Errorf("allocation %q: %w", prefix, api.ErrNotFound)
 	default:
-		sort.Strings(matches)
-		return nil, &api.AmbiguousError{Prefix: prefix, Matches: matches}
+		return nil, &api.AmbiguousError{Prefix: prefix, Matches: ids}
 	}
-}
-
-// stopAll stops every allocation the agent runs (a dev agent on exit).
-func (a *Agent) stopAll() {
-	a.mu.Lock()
-	entries := make([]*allocEntry, 0, len(a.allocs))
-	for _, e := range a.allocs {
-		entries = append(entries, e)
-	}
-	a.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, e := range entries {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := e.runner.Stop(ctx); err != nil {
-				a.logger.Warn("stopping allocation", "alloc_id", e.runner.ID(), "error", err)
-			}
-		}()
-	}
-	wg.Wait()
 }

@@ -2,18 +2,18 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/jobs"
+	"github.com/pluginhost/pluginhost/host/logmon"
 	"github.com/pluginhost/pluginhost/host/state"
+	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
 
 // followInterval is how often a followed log is checked for more output.
@@ -25,11 +25,11 @@ const followInterval = 250 * time.Millisecond
 // AllocLogs copies a task's rotated log files to w, oldest first; with follow
 // it keeps copying until ctx ends or the task is dead and its logs drained.
 func (a *Agent) AllocLogs(ctx context.Context, allocID, task string, stderr, follow bool, w io.Writer) error {
-	e, err := a.lookupAlloc(allocID)
+	ar, err := lookupAlloc(a.jobs, allocID)
 	if err != nil {
 		return err
 	}
-	snap := e.runner.State()
+	snap := ar.State()
 	if task == "" {
 		if len(snap.Tasks) != 1 {
 			names := make([]string, len(snap.Tasks))
@@ -40,25 +40,25 @@ func (a *Agent) AllocLogs(ctx context.Context, allocID, task string, stderr, fol
 		}
 		task = snap.Tasks[0].Name
 	}
-	if e.runner.Task(task) == nil {
+	if !slices.ContainsFunc(snap.Tasks, func(t taskrunner.TaskSnapshot) bool { return t.Name == task }) {
 		return fmt.Errorf("task %q in allocation %s: %w", task, snap.Alloc.ID, api.ErrNotFound)
 	}
 	stream := "stdout"
 	if stderr {
 		stream = "stderr"
 	}
-	dir := filepath.Join(e.runner.AllocDir(), "alloc", "logs")
+	dir := filepath.Join(ar.AllocDir(), "alloc", "logs")
 	base := task + "." + stream + "."
 
-	tail := &logTail{dir: dir, base: base, w: w}
+	tail := &logmon.Tail{Dir: dir, Base: base, W: w}
 	for {
-		if err := tail.copyAvailable(); err != nil {
+		if err := tail.CopyAvailable(); err != nil {
 			return err
 		}
 		if !follow {
 			return nil
 		}
-		if a.taskDead(e, task) {
+		if taskDead(ar, task) {
 			// The shipper may still be flushing the last lines; one more
 			// pass after it had time to write them.
 			select {
@@ -66,7 +66,7 @@ func (a *Agent) AllocLogs(ctx context.Context, allocID, task string, stderr, fol
 				return nil
 			case <-time.After(followInterval):
 			}
-			return tail.copyAvailable()
+			return tail.CopyAvailable()
 		}
 		select {
 		case <-ctx.Done():
@@ -76,86 +76,11 @@ func (a *Agent) AllocLogs(ctx context.Context, allocID, task string, stderr, fol
 	}
 }
 
-func (a *Agent) taskDead(e *allocEntry, task string) bool {
-	for _, t := range e.runner.State().Tasks {
+func taskDead(ar jobs.Runner, task string) bool {
+	for _, t := range ar.State().Tasks {
 		if t.Name == task {
 			return t.State.State == state.TaskStateDead
 		}
 	}
 	return true
-}
-
-// logTail remembers how far into the rotated series it has copied.
-type logTail struct {
-	dir, base string
-	w         io.Writer
-	index     int   // file being read, once started
-	offset    int64 // bytes of it already copied
-	started   bool
-}
-
-// copyAvailable copies everything written since the last call, moving on
-// to newer files of the series as they appear. Files the shipper already
-// deleted (older than max_files) are skipped.
-func (t *logTail) copyAvailable() error {
-	indexes, err := logIndexes(t.dir, t.base)
-	if err != nil {
-		return err
-	}
-	for _, idx := range indexes {
-		if t.started && idx < t.index {
-			continue
-		}
-		if !t.started || idx > t.index {
-			t.index, t.offset, t.started = idx, 0, true
-		}
-		n, err := copyFrom(filepath.Join(t.dir, t.base+strconv.Itoa(idx)), t.offset, t.w)
-		t.offset += n
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func copyFrom(path string, offset int64, w io.Writer) (int64, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("reading log: %w", err)
-	}
-	defer f.Close()
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return 0, fmt.Errorf("reading log %s: %w", path, err)
-	}
-	n, err := io.Copy(w, f)
-	if err != nil {
-		return n, fmt.Errorf("copying log %s: %w", path, err)
-	}
-	return n, nil
-}
-
-// logIndexes returns the N of every <base>N file in dir, ascending.
-func logIndexes(dir, base string) ([]int, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("listing logs: %w", err)
-	}
-	var out []int
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), base)
-		if !ok {
-			continue
-		}
-		if n, err := strconv.Atoi(rest); err == nil && n >= 0 {
-			out = append(out, n)
-		}
-	}
-	sort.Ints(out)
-	return out, nil
 }

@@ -4,10 +4,9 @@ import (
 	"context"
 	"sort"
 
-	"github.com/pluginhost/pluginhost/csi"
-	"github.com/pluginhost/pluginhost/csi/plugins"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/apiconv"
 )
 
 // Plugins lists the CSI plugins the manager knows.
@@ -23,7 +22,7 @@ func (a *Agent) Plugins(ctx context.Context) ([]*api.CSIPluginListStub, error) {
 			NodesHealthy: p.NodesHealthy, NodesExpected: p.NodesExpected,
 		})
 	}
-	for id, tasks := range a.declaredPlugins() {
+	for id, tasks := range declaredPlugins(a.jobs) {
 		if !known[id] {
 			out = append(out, unregisteredStub(id, tasks))
 		}
@@ -37,7 +36,7 @@ func (a *Agent) Plugins(ctx context.Context) ([]*api.CSIPluginListStub, error) {
 func (a *Agent) Plugin(ctx context.Context, id string) (*api.CSIPlugin, error) {
 	p, ok := a.csi.Plugin(id)
 	if !ok {
-		if tasks := a.declaredPlugins()[id]; len(tasks) > 0 {
+		if tasks := declaredPlugins(a.jobs)[id]; len(tasks) > 0 {
 			return unregisteredPlugin(id, tasks), nil
 		}
 		return nil, api.ErrNotFound
@@ -49,7 +48,7 @@ func (a *Agent) Plugin(ctx context.Context, id string) (*api.CSIPlugin, error) {
 		Controllers: map[string]*api.CSIInfo{}, Nodes: map[string]*api.CSIInfo{},
 	}
 	for _, fp := range p.Allocations {
-		info := csiInfo(fp, p.ControllerRequired)
+		info := apiconv.CSIInfo(fp, p.ControllerRequired)
 		if fp.Type == dynamic.PluginTypeCSIController {
 			out.Controllers[fp.AllocID] = info
 		} else {
@@ -71,8 +70,8 @@ func (a *Agent) Plugin(ctx context.Context, id string) (*api.CSIPlugin, error) {
 				continue
 			}
 			seen[info.AllocID] = true
-			if e := a.entry(info.AllocID); e != nil {
-				out.Allocations = append(out.Allocations, allocation(e.runner).Stub())
+			if ar := a.jobs.Alloc(info.AllocID); ar != nil {
+				out.Allocations = append(out.Allocations, apiconv.Allocation(ar.State(), ar.AllocDir()).Stub())
 			} else {
 				out.Allocations = append(out.Allocations, &api.AllocListStub{ID: info.AllocID, ClientStatus: "unknown"})
 			}
@@ -82,39 +81,9 @@ func (a *Agent) Plugin(ctx context.Context, id string) (*api.CSIPlugin, error) {
 	return out, nil
 }
 
-// csiInfo renders one allocation's fingerprint.
-//
-// RequiresTopologies follows Nomad's fingerprinter (buildBasicFingerprint):
-// it is whether the driver advertises the plugin capability
-// VOLUME_ACCESSIBILITY_CONSTRAINTS, taken from GetPluginCapabilities for
-// controllers and nodes alike. It is not whether NodeGetInfo reported a
-// topology: that left controllers always false and a driver that does
-// constrain accessibility, but reports no segments for this node, false
-// too. Each allocation answers from its own fingerprint, as in Nomad, so
-// both halves of one driver agree, and an allocation whose capabilities
-// are not known yet says false like its empty Capabilities.
-func csiInfo(fp *plugins.Fingerprint, controllerRequired bool) *api.CSIInfo {
-	info := &api.CSIInfo{
-		PluginID: fp.PluginID, AllocID: fp.AllocID, Healthy: fp.Healthy,
-		HealthDescription: fp.HealthDescription, UpdateTime: fp.LastFingerprint,
-		RequiresControllerPlugin: controllerRequired, Capabilities: fp.PluginCapabilities,
-		RequiresTopologies: fp.HasPluginCapability(csi.CapVolumeAccessibility),
-	}
-	if fp.Type == dynamic.PluginTypeCSIController {
-		info.ControllerInfo = &api.CSIControllerInfo{Capabilities: fp.ControllerCapabilities}
-	} else {
-		ni := &api.CSINodeInfo{Capabilities: fp.NodeCapabilities}
-		if fp.NodeInfo != nil {
-			ni.ID, ni.MaxVolumes, ni.AccessibleTopology = fp.NodeInfo.NodeID, fp.NodeInfo.MaxVolumes, fp.NodeInfo.Topology
-		}
-		info.NodeInfo = ni
-	}
-	return info
-}
-
 // Events subscribes to the agent's live event stream.
 func (a *Agent) Events(ctx context.Context, after uint64) (<-chan *api.Event, error) {
-	return a.events.subscribe(ctx, after), nil
+	return a.events.Subscribe(ctx, after), nil
 }
 
 // Self describes the agent.

@@ -1,12 +1,11 @@
 package host
 
 import (
-	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/pluginhost/pluginhost/host/api"
-	"github.com/pluginhost/pluginhost/host/csiplugin"
+	"github.com/pluginhost/pluginhost/host/apiconv"
+	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
@@ -22,18 +21,20 @@ import (
 
 // declaredTask is one task of a running allocation that declares a plugin.
 type declaredTask struct {
-	alloc *allocEntry
-	task  string
-	typ   string // csi_plugin type: monolith, node, controller
+	snap *taskrunner.AllocSnapshot
+	dir  string // the allocation's directory
+	task string
+	typ  string // csi_plugin type: monolith, node, controller
 }
 
 // declaredPlugins maps CSI plugin IDs to the tasks that declare them, of
 // allocations that should run and have not finished.
-func (a *Agent) declaredPlugins() map[string][]declaredTask {
+func declaredPlugins(r *jobs.Reconciler) map[string][]declaredTask {
 	out := map[string][]declaredTask{}
-	a.eachDeclaringTask(func(e *allocEntry, t *jobspec.Task) {
+	eachDeclaringTask(r, func(d declaredTask, t *jobspec.Task) {
 		if p := t.CSIPluginConfig; p != nil {
-			out[p.ID] = append(out[p.ID], declaredTask{alloc: e, task: t.Name, typ: p.Type})
+			d.typ = p.Type
+			out[p.ID] = append(out[p.ID], d)
 		}
 	})
 	return out
@@ -46,12 +47,13 @@ func genericKey(typ, name string) string { return typ + "/" + name }
 // declaredGeneric maps "TYPE/NAME" of plugins that are not CSI to the
 // go_plugin tasks that declare them (a plugin block in their config), of
 // allocations that should run and have not finished.
-func (a *Agent) declaredGeneric() map[string][]declaredTask {
+func declaredGeneric(r *jobs.Reconciler) map[string][]declaredTask {
 	out := map[string][]declaredTask{}
-	a.eachDeclaringTask(func(e *allocEntry, t *jobspec.Task) {
+	eachDeclaringTask(r, func(d declaredTask, t *jobspec.Task) {
 		if typ := genericPluginType(t); typ != "" {
 			k := genericKey(typ, t.Config.Plugin.Name)
-			out[k] = append(out[k], declaredTask{alloc: e, task: t.Name, typ: typ})
+			d.typ = typ
+			out[k] = append(out[k], d)
 		}
 	})
 	return out
@@ -59,27 +61,24 @@ func (a *Agent) declaredGeneric() map[string][]declaredTask {
 
 // eachDeclaringTask calls fn for every task of the allocations that should
 // run and have not finished.
-func (a *Agent) eachDeclaringTask(fn func(e *allocEntry, t *jobspec.Task)) {
-	a.mu.Lock()
-	entries := make([]*allocEntry, 0, len(a.allocs))
-	for _, e := range a.allocs {
-		entries = append(entries, e)
-	}
-	a.mu.Unlock()
-	for _, e := range entries {
-		if isDone(e) {
+func eachDeclaringTask(r *jobs.Reconciler, fn func(d declaredTask, t *jobspec.Task)) {
+	for _, ar := range r.All() {
+		select {
+		case <-ar.Done():
 			continue
+		default:
 		}
-		al := e.runner.State().Alloc
+		snap := ar.State()
+		al := snap.Alloc
 		if al.DesiredStatus != state.AllocDesiredStatusRun {
 			continue
 		}
-		g := groupOf(al.Job, al.TaskGroup)
+		g := jobs.GroupOf(al.Job, al.TaskGroup)
 		if g == nil {
 			continue
 		}
 		for _, t := range g.Tasks {
-			fn(e, t)
+			fn(declaredTask{snap: snap, dir: ar.AllocDir(), task: t.Name}, t)
 		}
 	}
 }
@@ -114,8 +113,8 @@ func unregisteredPlugin(id string, tasks []declaredTask) *api.CSIPlugin {
 		ControllersExpected: stub.ControllersExpected, NodesExpected: stub.NodesExpected}
 	seen := map[string]bool{}
 	for _, d := range tasks {
-		snap := d.alloc.runner.State()
-		info := &api.CSIInfo{PluginID: id, AllocID: snap.Alloc.ID, HealthDescription: whyNotHealthy(snap, d.task, "Probe", "probe: ")}
+		snap := d.snap
+		info := &api.CSIInfo{PluginID: id, AllocID: snap.Alloc.ID, HealthDescription: apiconv.WhyNotHealthy(snap, d.task, "Probe", "probe: ")}
 		if d.controller() {
 			out.Controllers[snap.Alloc.ID] = info
 		}
@@ -124,43 +123,9 @@ func unregisteredPlugin(id string, tasks []declaredTask) *api.CSIPlugin {
 		}
 		if !seen[snap.Alloc.ID] {
 			seen[snap.Alloc.ID] = true
-			out.Allocations = append(out.Allocations, allocation(d.alloc.runner).Stub())
+			out.Allocations = append(out.Allocations, apiconv.Allocation(snap, d.dir).Stub())
 		}
 	}
 	sort.Slice(out.Allocations, func(i, j int) bool { return out.Allocations[i].CreateTime > out.Allocations[j].CreateTime })
 	return out
 }
-
-// whyNotHealthy says, from a plugin task's latest events, why its plugin
-// is not registered: starting (waiting for the answer to check), its last
-// probe error, or a restart pending (with the attempt the restart policy
-// is at).
-//
-// prefix goes before a failed check's message: "probe: " for a CSI
-// plugin's Probe; "" for a generic plugin's, whose message already says
-// what it asked.
-func whyNotHealthy(snap *taskrunner.AllocSnapshot, task, check, prefix string) string {
-	for _, t := range snap.Tasks {
-		if t.Name != task {
-			continue
-		}
-		if t.State.State == state.TaskStateDead {
-			return "task is dead"
-		}
-		for i := len(t.Events) - 1; i >= 0; i-- {
-			ev := t.Events[i]
-			switch ev.Type {
-			case csiplugin.EventPluginNotHealthy, csiplugin.EventPluginUnhealthy:
-				return prefix + oneLine(ev.Message)
-			case taskrunner.EventRestarting:
-				return fmt.Sprintf("restart pending (%d restarts so far): %s", t.State.Restarts, oneLine(ev.Message))
-			case taskrunner.EventStarted, taskrunner.EventReattached:
-				return "starting: waiting for the plugin to answer " + check
-			}
-		}
-		return "task " + t.State.State
-	}
-	return "task not found"
-}
-
-func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }

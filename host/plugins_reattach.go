@@ -9,6 +9,7 @@ import (
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/csiplugin"
+	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
 
 // PluginReattach implements api.ReattachBackend: go-plugin's reattach record
@@ -70,11 +71,15 @@ func (a *Agent) HoldBroker(ctx context.Context, pluginType, name, allocID string
 	if runCtx.Err() != nil || !a.isLaunch(pluginType, name, allocID, pid) {
 		return nil
 	}
-	for _, d := range a.declaredGeneric()[genericKey(pluginType, name)] {
-		if d.alloc.runner.ID() != allocID {
+	for _, d := range declaredGeneric(a.jobs)[genericKey(pluginType, name)] {
+		if d.snap.Alloc.ID != allocID {
 			continue
 		}
-		if tr := d.alloc.runner.Task(d.task); tr != nil {
+		ar, ok := a.jobs.Alloc(allocID).(*taskrunner.AllocRunner)
+		if !ok {
+			continue
+		}
+		if tr := ar.Task(d.task); tr != nil {
 			a.logger.Info("restarting plugin: a consumer's go-plugin broker stream ended",
 				"plugin", pluginType+"/"+name, "alloc_id", allocID, "pid", pid)
 			tr.RestartNow(fmt.Sprintf("plugin %s/%s: go-plugin's GRPCBroker was closed when a consumer that used it went away "+

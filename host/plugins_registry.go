@@ -8,8 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pluginhost/pluginhost/csi/plugins"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/apiconv"
+	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
 
@@ -19,18 +22,22 @@ import (
 // declares it gets its supervisor (before it can register), or from start
 // for types restored from the state file.
 
-// typeFollower subscribes to each plugin type once.
+// typeFollower subscribes to each plugin type once and publishes its
+// registry events as API events.
 type typeFollower struct {
+	registry *dynamic.Registry
+	publish  func(*api.Event)
+	wg       *sync.WaitGroup // the agent's: shutdown waits for the subscribers
+
 	mu       sync.Mutex
 	ctx      context.Context // Run's; nil until Run starts following
 	followed map[string]bool
 	pending  []string
 }
 
-// followType makes sure the agent turns pluginType's registry events into
-// API events. Before Run it only remembers the type.
-func (a *Agent) followType(pluginType string) {
-	f := &a.follower
+// follow makes sure pluginType's registry events become API events.
+// Before start it only remembers the type.
+func (f *typeFollower) follow(pluginType string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.followed[pluginType] {
@@ -44,49 +51,48 @@ func (a *Agent) followType(pluginType string) {
 		f.pending = append(f.pending, pluginType)
 		return
 	}
-	a.subscribeType(f.ctx, pluginType)
+	f.subscribe(f.ctx, pluginType)
 }
 
-// followRegistry starts following CSI's types, every type restored from
-// the state file and every type declared before Run.
-func (a *Agent) followRegistry(ctx context.Context) {
-	f := &a.follower
+// start follows CSI's types, every type restored from the state file and
+// every type declared before it, until ctx ends.
+func (f *typeFollower) start(ctx context.Context) {
 	f.mu.Lock()
 	f.ctx = ctx
 	pending := f.pending
 	f.pending = nil
 	f.mu.Unlock()
 	for _, t := range pending {
-		a.subscribeType(ctx, t)
+		f.subscribe(ctx, t)
 	}
-	for _, t := range append([]string{dynamic.PluginTypeCSIController, dynamic.PluginTypeCSINode}, a.registry.Types()...) {
-		a.followType(t)
+	for _, t := range append([]string{dynamic.PluginTypeCSIController, dynamic.PluginTypeCSINode}, f.registry.Types()...) {
+		f.follow(t)
 	}
 }
 
-// subscribeType publishes each registry event of pluginType twice: as a
+// subscribe publishes each registry event of pluginType twice: as a
 // Registry-topic event (what happened) and as a Plugin-topic
 // EventPluginActive event (which instance is active now), which is what
 // the resolver needs.
-func (a *Agent) subscribeType(ctx context.Context, pluginType string) {
-	ch := a.registry.Subscribe(ctx, pluginType)
-	a.wg.Add(1)
+func (f *typeFollower) subscribe(ctx context.Context, pluginType string) {
+	ch := f.registry.Subscribe(ctx, pluginType)
+	f.wg.Add(1)
 	go func() {
-		defer a.wg.Done()
+		defer f.wg.Done()
 		for ev := range ch {
 			msg := fmt.Sprintf("%s %s allocation %s", ev.Info.Type, ev.Info.Name, ev.Info.AllocID)
 			if ev.Active {
 				msg += " (active)"
 			}
-			a.events.publish(&api.Event{
+			f.publish(&api.Event{
 				Topic: api.TopicRegistry, Type: ev.Type.String(), Key: ev.Info.Name,
 				Payload: api.EventPayload{AllocID: ev.Info.AllocID, PluginType: ev.Info.Type, Message: msg},
 			})
 			var inst *api.PluginInstance
-			if act, ok := a.registry.Active(ev.Info.Type, ev.Info.Name); ok {
-				inst = pluginInstance(act, true)
+			if act, ok := f.registry.Active(ev.Info.Type, ev.Info.Name); ok {
+				inst = apiconv.PluginInstance(act, true)
 			}
-			a.events.publish(&api.Event{
+			f.publish(&api.Event{
 				Topic: api.TopicPlugin, Type: api.EventPluginActive, Key: ev.Info.Type + "/" + ev.Info.Name,
 				Payload: api.EventPayload{PluginType: ev.Info.Type, PluginName: ev.Info.Name, Instance: inst, Message: msg},
 			})
@@ -94,20 +100,11 @@ func (a *Agent) subscribeType(ctx context.Context, pluginType string) {
 	}()
 }
 
-func pluginInstance(p *dynamic.PluginInfo, active bool) *api.PluginInstance {
-	inst := &api.PluginInstance{Type: p.Type, Name: p.Name, AllocID: p.AllocID, Version: p.Version,
-		Active: active, RegisteredAt: p.RegisteredAt}
-	if p.ConnectionInfo != nil {
-		inst.SocketPath = p.ConnectionInfo.SocketPath
-	}
-	return inst
-}
-
 // RegisteredPlugins implements api.RegistryBackend: the registered
 // plugins of every type (or of pluginType), then the plugins of other
 // types than CSI's that allocations declare and nobody registered yet.
 func (a *Agent) RegisteredPlugins(_ context.Context, pluginType string) ([]*api.PluginListStub, error) {
-	declared := a.declaredGeneric()
+	declared := declaredGeneric(a.jobs)
 	var csiDeclared map[string][]declaredTask
 	types := a.registry.Types()
 	if pluginType != "" {
@@ -119,7 +116,7 @@ func (a *Agent) RegisteredPlugins(_ context.Context, pluginType string) ([]*api.
 		count, healthy := map[string]int{}, map[string]int{}
 		for _, p := range a.registry.ListAllocs(t) {
 			count[p.Name]++
-			if h := a.instanceHealth(p); h.healthy {
+			if h := instanceHealth(a.csi, a.health, p); h.healthy {
 				healthy[p.Name]++
 			}
 		}
@@ -132,7 +129,7 @@ func (a *Agent) RegisteredPlugins(_ context.Context, pluginType string) ([]*api.
 			}
 			if isCSIType(t) {
 				if csiDeclared == nil {
-					csiDeclared = a.declaredPlugins()
+					csiDeclared = declaredPlugins(a.jobs)
 				}
 				stub.Expected = expectedCSI(t, csiDeclared[p.Name])
 			} else {
@@ -166,10 +163,10 @@ func (a *Agent) RegisteredPlugin(_ context.Context, pluginType, name string) (*a
 	act, registered := a.registry.Active(pluginType, name)
 	var tasks []declaredTask
 	if isCSIType(pluginType) {
-		tasks = a.declaredPlugins()[name]
+		tasks = declaredPlugins(a.jobs)[name]
 		out.Expected = expectedCSI(pluginType, tasks)
 	} else {
-		tasks = a.declaredGeneric()[genericKey(pluginType, name)]
+		tasks = declaredGeneric(a.jobs)[genericKey(pluginType, name)]
 		out.Expected = countAllocs(tasks)
 	}
 	if !registered && (isCSIType(pluginType) || len(tasks) == 0) {
@@ -177,15 +174,15 @@ func (a *Agent) RegisteredPlugin(_ context.Context, pluginType, name string) (*a
 	}
 	taskOf := map[string]string{}
 	for _, d := range tasks {
-		taskOf[d.alloc.runner.ID()] = d.task
+		taskOf[d.snap.Alloc.ID] = d.task
 	}
 	seen := map[string]bool{}
 	for _, p := range a.registry.ListAllocs(pluginType) {
 		if p.Name != name {
 			continue
 		}
-		inst := pluginInstance(p, registered && p.AllocID == act.AllocID)
-		h := a.instanceHealth(p)
+		inst := apiconv.PluginInstance(p, registered && p.AllocID == act.AllocID)
+		h := instanceHealth(a.csi, a.health, p)
 		inst.Task, inst.Healthy, inst.HealthDescription, inst.CheckTime = taskOf[p.AllocID], h.healthy, h.description, h.at
 		if inst.Active {
 			out.Active = inst
@@ -201,13 +198,13 @@ func (a *Agent) RegisteredPlugin(_ context.Context, pluginType, name string) (*a
 		return out, nil
 	}
 	for _, d := range tasks {
-		snap := d.alloc.runner.State()
+		snap := d.snap
 		if seen[snap.Alloc.ID] {
 			continue
 		}
 		seen[snap.Alloc.ID] = true
 		inst := &api.PluginInstance{Type: pluginType, Name: name, AllocID: snap.Alloc.ID, Task: d.task,
-			HealthDescription: whyNotHealthy(snap, d.task, "its health check", "")}
+			HealthDescription: apiconv.WhyNotHealthy(snap, d.task, "its health check", "")}
 		if h, ok := a.health.Get(pluginType, name, snap.Alloc.ID); ok && !h.Healthy {
 			// The supervision's latest check is fresher than the events.
 			inst.HealthDescription, inst.CheckTime = h.Description, h.CheckedAt
@@ -228,9 +225,9 @@ type instanceHealthView struct {
 // instanceHealth is what the agent knows of a registered allocation's
 // health: a CSI plugin's from the CSI manager's fingerprint (of the active
 // instances only), any other's from its supervision's latest check.
-func (a *Agent) instanceHealth(p *dynamic.PluginInfo) instanceHealthView {
+func instanceHealth(mgr *plugins.Manager, health *csiplugin.HealthTable, p *dynamic.PluginInfo) instanceHealthView {
 	if isCSIType(p.Type) {
-		if st, ok := a.csi.Plugin(p.Name); ok {
+		if st, ok := mgr.Plugin(p.Name); ok {
 			for _, fp := range st.Allocations {
 				if fp.Type == p.Type && fp.AllocID == p.AllocID {
 					return instanceHealthView{fp.Healthy, fp.HealthDescription, fp.LastFingerprint}
@@ -239,7 +236,7 @@ func (a *Agent) instanceHealth(p *dynamic.PluginInfo) instanceHealthView {
 		}
 		return instanceHealthView{description: "not fingerprinted (standing by)"}
 	}
-	h, ok := a.health.Get(p.Type, p.Name, p.AllocID)
+	h, ok := health.Get(p.Type, p.Name, p.AllocID)
 	if !ok {
 		return instanceHealthView{description: "not checked yet"}
 	}
@@ -266,9 +263,9 @@ func expectedCSI(t string, tasks []declaredTask) int {
 // countAllocs counts the allocations among declaring tasks (a group may
 // not declare one plugin twice, but be exact).
 func countAllocs(tasks []declaredTask) int {
-	seen := map[*allocEntry]bool{}
+	seen := map[string]bool{}
 	for _, d := range tasks {
-		seen[d.alloc] = true
+		seen[d.snap.Alloc.ID] = true
 	}
 	return len(seen)
 }

@@ -2,13 +2,13 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 
+	"github.com/pluginhost/pluginhost/csi/plugins"
 	"github.com/pluginhost/pluginhost/csi/volumes"
 	"github.com/pluginhost/pluginhost/host/api"
-	"github.com/pluginhost/pluginhost/host/volumespec"
+	"github.com/pluginhost/pluginhost/host/apiconv"
 )
 
 // The agent's side of volumes: requests are parsed and validated here (one
@@ -17,85 +17,42 @@ import (
 
 // CreateVolume implements api.Backend.
 func (a *Agent) CreateVolume(ctx context.Context, req *api.CSIVolumeRegisterRequest) (*api.CSIVolumeRegisterResponse, error) {
-	return a.volumeRequest(req, volumes.OriginCreated)
+	return volumeRequest(a.volumes, a.csi, req, volumes.OriginCreated)
 }
 
 // RegisterVolume implements api.Backend.
 func (a *Agent) RegisterVolume(ctx context.Context, req *api.CSIVolumeRegisterRequest) (*api.CSIVolumeRegisterResponse, error) {
-	return a.volumeRequest(req, volumes.OriginRegistered)
+	return volumeRequest(a.volumes, a.csi, req, volumes.OriginRegistered)
 }
 
-func (a *Agent) volumeRequest(req *api.CSIVolumeRegisterRequest, origin volumes.VolumeOrigin) (*api.CSIVolumeRegisterResponse, error) {
-	spec, err := volumeSpec(req, origin)
+func volumeRequest(vm *volumes.VolumeManager, mgr *plugins.Manager, req *api.CSIVolumeRegisterRequest, origin volumes.VolumeOrigin) (*api.CSIVolumeRegisterResponse, error) {
+	spec, err := apiconv.VolumeSpec(req, origin == volumes.OriginRegistered)
 	if err != nil {
 		return nil, err
 	}
 	if req.PathID != "" && spec.ID != req.PathID {
 		return nil, &api.FieldError{Field: "ID", Err: fmt.Errorf("the file describes volume %q, the request is for %q", spec.ID, req.PathID)}
 	}
-	v := csiVolume(spec)
+	v := apiconv.CSIVolume(spec)
 	var rec *volumes.Volume
 	if origin == volumes.OriginCreated {
-		rec, err = a.volumes.Create(v)
+		rec, err = vm.Create(v)
 	} else {
-		rec, err = a.volumes.Register(v)
+		rec, err = vm.Register(v)
 	}
 	if err != nil {
-		return nil, volumeError(err)
+		return nil, apiconv.VolumeError(err)
 	}
-	return &api.CSIVolumeRegisterResponse{Volumes: []*api.CSIVolume{a.apiVolume(rec)}}, nil
-}
-
-// volumeSpec parses a request's file, or decodes its JSON volume, and
-// validates it for the operation: one validator for both.
-func volumeSpec(req *api.CSIVolumeRegisterRequest, origin volumes.VolumeOrigin) (*volumespec.Volume, error) {
-	op := volumespec.OpCreate
-	if origin == volumes.OriginRegistered {
-		op = volumespec.OpRegister
-	}
-	if req.Source != "" {
-		name := req.Filename
-		if name == "" {
-			name = "volume.hcl"
-		}
-		spec, err := volumespec.ParseFor([]byte(req.Source), name, op)
-		if err != nil {
-			return nil, &api.FieldError{Field: "Source", Err: err}
-		}
-		return spec, nil
-	}
-	spec := specFromAPI(req.Volumes[0])
-	volumespec.Canonicalize(spec)
-	if err := volumespec.ValidateFor(spec, op); err != nil {
-		return nil, &api.FieldError{Field: "Volumes[0]", Err: err}
-	}
-	return spec, nil
-}
-
-// volumeError turns the volume manager's refusals into API errors.
-func volumeError(err error) error {
-	var re *volumes.RequestError
-	var ce *volumes.ClaimError
-	switch {
-	case errors.As(err, &re):
-		return &api.FieldError{Field: re.Field, Err: re.Err}
-	case errors.As(err, &ce):
-		return &api.FieldError{Field: ce.Field, Err: ce}
-	case errors.Is(err, volumes.ErrVolumeNotFound):
-		// The caller names the volume; the store's path means nothing
-		// to a user.
-		return api.ErrNotFound
-	}
-	return err
+	return &api.CSIVolumeRegisterResponse{Volumes: []*api.CSIVolume{apiVolume(vm, mgr, rec)}}, nil
 }
 
 // DeleteVolume implements api.Backend.
 func (a *Agent) DeleteVolume(ctx context.Context, id string) (*api.CSIVolume, error) {
 	v, err := a.volumes.Delete(id)
 	if err != nil {
-		return nil, volumeError(err)
+		return nil, apiconv.VolumeError(err)
 	}
-	return a.apiVolume(v), nil
+	return apiVolume(a.volumes, a.csi, v), nil
 }
 
 // DeregisterVolume implements api.Backend. With force, the claims of
@@ -108,30 +65,30 @@ func (a *Agent) DeregisterVolume(ctx context.Context, id string, force bool) (*a
 	}
 	v, err := dereg(id)
 	if err != nil {
-		return nil, volumeError(err)
+		return nil, apiconv.VolumeError(err)
 	}
-	return a.apiVolume(v), nil
+	return apiVolume(a.volumes, a.csi, v), nil
 }
 
 // DetachVolume implements api.Backend.
 func (a *Agent) DetachVolume(ctx context.Context, id string) (*api.CSIVolume, error) {
 	if _, err := a.volumes.Detach(id); err != nil {
-		return nil, volumeError(err)
+		return nil, apiconv.VolumeError(err)
 	}
 	v, err := a.volumes.WaitReleased(ctx, id)
 	if err != nil {
-		return nil, volumeError(err)
+		return nil, apiconv.VolumeError(err)
 	}
-	return a.apiVolume(v), nil
+	return apiVolume(a.volumes, a.csi, v), nil
 }
 
 // Volume implements api.Backend.
 func (a *Agent) Volume(ctx context.Context, id string) (*api.CSIVolume, error) {
 	v, err := a.volumes.Volume(id)
 	if err != nil {
-		return nil, volumeError(err)
+		return nil, apiconv.VolumeError(err)
 	}
-	return a.apiVolume(v), nil
+	return apiVolume(a.volumes, a.csi, v), nil
 }
 
 // Volumes implements api.Backend.
@@ -145,7 +102,7 @@ func (a *Agent) Volumes(ctx context.Context, pluginID string) ([]*api.CSIVolumeL
 		if pluginID != "" && v.PluginID != pluginID {
 			continue
 		}
-		av := a.apiVolume(v)
+		av := apiVolume(a.volumes, a.csi, v)
 		stub := &api.CSIVolumeListStub{ID: av.ID, Name: av.Name, ExternalID: av.ExternalID, PluginID: av.PluginID,
 			Provider: av.Provider, Capacity: av.Capacity, Schedulable: av.Schedulable, State: av.State,
 			StateDescription: av.StateDescription, Attempts: av.Attempts, CreateTime: av.CreateTime, ModifyTime: av.ModifyTime}
@@ -161,7 +118,7 @@ func (a *Agent) Volumes(ctx context.Context, pluginID string) ([]*api.CSIVolumeL
 func (a *Agent) ExternalVolumes(ctx context.Context, pluginID string) ([]*api.CSIVolumeExternalStub, error) {
 	vols, err := a.volumes.ExternalVolumes(ctx, pluginID)
 	if err != nil {
-		return nil, volumeError(err)
+		return nil, apiconv.VolumeError(err)
 	}
 	out := make([]*api.CSIVolumeExternalStub, len(vols))
 	for i, v := range vols {
@@ -175,36 +132,46 @@ func (a *Agent) ExternalVolumes(ctx context.Context, pluginID string) ([]*api.CS
 func (a *Agent) CreateSnapshot(ctx context.Context, volumeID, name string) (*api.CSISnapshot, error) {
 	s, err := a.volumes.CreateSnapshot(ctx, volumeID, name)
 	if err != nil {
-		return nil, volumeError(err)
+		return nil, apiconv.VolumeError(err)
 	}
-	return apiSnapshot(s), nil
+	return apiconv.Snapshot(s), nil
 }
 
 // DeleteSnapshot implements api.Backend.
 func (a *Agent) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string) error {
-	return volumeError(a.volumes.DeleteSnapshot(ctx, pluginID, snapshotID))
+	return apiconv.VolumeError(a.volumes.DeleteSnapshot(ctx, pluginID, snapshotID))
 }
 
 // ListSnapshots implements api.Backend.
 func (a *Agent) ListSnapshots(ctx context.Context, pluginID string) ([]*api.CSISnapshot, error) {
 	snaps, err := a.volumes.ListSnapshots(ctx, pluginID)
 	if err != nil {
-		return nil, volumeError(err)
+		return nil, apiconv.VolumeError(err)
 	}
 	out := make([]*api.CSISnapshot, len(snaps))
 	for i, s := range snaps {
-		out[i] = apiSnapshot(s)
+		out[i] = apiconv.Snapshot(s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }
 
+// apiVolume describes a volume with its plugin's health and whether work
+// on it is queued.
+func apiVolume(volumes *volumes.VolumeManager, mgr *plugins.Manager, v *volumes.Volume) *api.CSIVolume {
+	p, ok := mgr.PluginSummary(v.PluginID)
+	if !ok {
+		p = nil
+	}
+	return apiconv.Volume(v, volumes.QueueStatus(v.ID).Pending, p)
+}
+
 // onVolumeChange publishes a volume's change on the event stream.
-func (a *Agent) onVolumeChange(v *volumes.Volume, deleted bool) {
+func onVolumeChange(publish func(*api.Event), volumes *volumes.VolumeManager, mgr *plugins.Manager, v *volumes.Volume, deleted bool) {
 	typ, msg := "VolumeUpdated", v.StateDescription
 	if deleted {
 		typ, msg = "VolumeDeleted", fmt.Sprintf("volume %s forgotten (%s)", v.ID, v.Desired)
 	}
-	a.events.publish(&api.Event{Topic: api.TopicVolume, Type: typ, Key: v.ID,
-		Payload: api.EventPayload{Volume: a.apiVolume(v), Message: msg}})
+	publish(&api.Event{Topic: api.TopicVolume, Type: typ, Key: v.ID,
+		Payload: api.EventPayload{Volume: apiVolume(volumes, mgr, v), Message: msg}})
 }

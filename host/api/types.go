@@ -7,6 +7,11 @@ import "time"
 // Nomad's JSON read ours without a dictionary. Times that Nomad sends as unix
 // nanoseconds (CreateTime, ModifyTime, SubmitTime, TaskEvent.Time) are int64
 // unix nanoseconds here too; the others are RFC 3339 time.Time values.
+//
+// They are a deliberate copy of the agent's own types (state.TaskState,
+// state.Alloc, csi.Volume, ...), as Nomad's api module is of its structs:
+// clients decode these, so they change only compatibly, while the agent's
+// types change with its code. Package apiconv converts between the two.
 
 // Job statuses, as in Nomad.
 const (
@@ -188,7 +193,8 @@ func (a *Allocation) Stub() *AllocListStub {
 	return &stub
 }
 
-// TaskState is one task's state within an allocation.
+// TaskState is one task's state within an allocation: the wire copy of
+// state.TaskState, with the task's events.
 type TaskState struct {
 	State       string
 	Failed      bool

@@ -3,11 +3,13 @@ package csiplugin
 import (
 	"errors"
 	"fmt"
-	"google.golang.org/grpc"
 	"path/filepath"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/taskrunner"

@@ -17,8 +17,10 @@
 // Prestart (before every launch) checks the csi_plugin block (a bad id or
 // type is taskrunner.Fatal), creates the plugin's mount root
 // <MountRoot>/<type>/<id> and, for raw_exec tasks, sets
-// CSI_ENDPOINT=unix://<alloc socket dir>/csi.sock unless the job set it
-// (Nomad #12050). The runner interpolates args after all prestart hooks, so
+// CSI_ENDPOINT=unix://<task socket dir>/csi.sock unless the job set it
+// (Nomad #12050); the task socket dir is the task's own,
+// <alloc socket dir>/t<index> (taskrunner.TaskSocketDir), so two plugin
+// tasks of one group never share a socket. The runner interpolates args after all prestart hooks, so
 // `--endpoint=${CSI_ENDPOINT}` works for drivers that ignore the environment.
 // go_plugin tasks get no CSI_ENDPOINT: the sdk serves the CSI services on the
 // go-plugin socket (driver.Handle.SocketPath), and that socket is what the

@@ -11,10 +11,11 @@ import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
 	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/driver"
-	"google.golang.org/grpc"
 )
 
 // health is what the supervision last told the task's event stream.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/driver"

@@ -59,7 +59,7 @@ type TaskGroup struct {
 	Count   int
 	Restart *RestartPolicy
 	// Update is the group's update block merged over the job's; nil when
-	// neither has one (see the agent's default in host/reconcile_jobs.go).
+	// neither has one (see the default in host/jobs/rollout.go).
 	Update  *UpdateStrategy
 	Volumes map[string]*VolumeRequest
 	Meta    map[string]string

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"go.etcd.io/bbolt"
 )
@@ -99,22 +100,14 @@ type TaskHandle struct {
 	// stranger that reused the pid.
 	StartTime  uint64
 	SocketPath string
-	// Reattach is set for go-plugin tasks.
-	Reattach        *ReattachRecord
+	// Reattach is set for go-plugin tasks: the driver's own record, stored
+	// as it is (a copy with the same fields bought nothing but a
+	// hand-written conversion each way).
+	Reattach        *driver.ReattachRecord
 	LogmonPid       int
 	LogmonStartTime uint64
 	// CgroupPath names the task's control group ("" when it has none).
 	CgroupPath string
-}
-
-// ReattachRecord is the JSON-safe form of go-plugin's ReattachConfig, whose
-// Addr is an interface that does not decode.
-type ReattachRecord struct {
-	Protocol        string
-	ProtocolVersion int
-	Network         string
-	Addr            string
-	Pid             int
 }
 
 // AllocState is everything stored about one allocation, as LoadAllocs
@@ -220,28 +213,6 @@ func (db *DB) DeleteTaskHandle(allocID, task string) error {
 // beyond the last maxTaskEvents (see Tx.AppendTaskEvent).
 func (db *DB) AppendTaskEvent(allocID, task string, ev *TaskEvent) error {
 	return db.Update(func(tx *Tx) error { return tx.AppendTaskEvent(allocID, task, ev) })
-}
-
-// TaskEvents returns a task's retained events, oldest first. An allocation
-// that is not stored is ErrAllocNotFound; a task without events is empty.
-func (db *DB) TaskEvents(allocID, task string) ([]*TaskEvent, error) {
-	if err := checkTaskNames(allocID, task); err != nil {
-		return nil, fmt.Errorf("task events: %w", err)
-	}
-	var out []*TaskEvent
-	err := db.view("read task events "+allocID+"/"+task, func(tx *bbolt.Tx) error {
-		if tx.Bucket([]byte(bucketAllocs)).Bucket([]byte(allocID)) == nil {
-			return fmt.Errorf("%w: %s", ErrAllocNotFound, allocID)
-		}
-		tb := taskBucket(tx, allocID, task)
-		if tb == nil {
-			return nil
-		}
-		var err error
-		out, err = readEvents(tb)
-		return err
-	})
-	return out, err
 }
 
 // LoadAllocs returns everything stored about every allocation, for the

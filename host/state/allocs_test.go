@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"go.etcd.io/bbolt"
 )
@@ -62,7 +63,7 @@ func TestAllocsRoundTrip(t *testing.T) {
 		state := &TaskState{State: TaskStateRunning, Restarts: 2, LastRestart: t0.Add(time.Minute), StartedAt: t0.Add(2 * time.Minute)}
 		handle := &TaskHandle{
 			Driver: jobspec.DriverGoPlugin, Pid: 4242, StartTime: 987654, SocketPath: "/run/ph/" + a.ID + "/csi.sock",
-			Reattach:  &ReattachRecord{Protocol: "grpc", ProtocolVersion: 1, Network: "unix", Addr: "/tmp/plugin123", Pid: 4242},
+			Reattach:  &driver.ReattachRecord{Protocol: "grpc", ProtocolVersion: 1, Network: "unix", Addr: "/tmp/plugin123", Pid: 4242},
 			LogmonPid: 4240, LogmonStartTime: 987650,
 		}
 		ev := &TaskEvent{Type: "Started", Time: t0, Message: "task started", Details: map[string]string{"pid": "4242"}}
@@ -148,14 +149,14 @@ func TestDeleteAllocRemovesEverything(t *testing.T) {
 	if err != nil || len(all) != 1 || all[0].Alloc.ID != "keep" || len(all[0].Tasks["t"].Events) != 3 {
 		t.Fatalf("after DeleteAlloc: %v %+v", err, all)
 	}
-	if _, err := db.TaskEvents("drop", "t"); !errors.Is(err, ErrAllocNotFound) {
+	if _, err := db.taskEvents("drop", "t"); !errors.Is(err, ErrAllocNotFound) {
 		t.Fatalf("TaskEvents of a deleted alloc: %v", err)
 	}
 	// Reusing the ID starts from nothing: no old events, sequence restarted.
 	if err := db.PutAlloc(testAlloc("drop")); err != nil {
 		t.Fatal(err)
 	}
-	if evs, err := db.TaskEvents("drop", "t"); err != nil || len(evs) != 0 {
+	if evs, err := db.taskEvents("drop", "t"); err != nil || len(evs) != 0 {
 		t.Fatalf("events of a recreated alloc: %v %v", evs, err)
 	}
 }
@@ -191,7 +192,7 @@ func TestAllocInputValidation(t *testing.T) {
 		"nil event":          db.AppendTaskEvent("a", "t", nil),
 		"empty task name":    db.PutTaskState("a", "", &TaskState{}),
 		"empty alloc delete": db.DeleteAlloc(""),
-		"empty events alloc": func() error { _, err := db.TaskEvents("", "t"); return err }(),
+		"empty events alloc": func() error { _, err := db.taskEvents("", "t"); return err }(),
 	}
 	for name, err := range bad {
 		if err == nil {
@@ -215,7 +216,7 @@ func TestTaskEventsKeepTheLastHundred(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	evs, err := db.TaskEvents("a", "t")
+	evs, err := db.taskEvents("a", "t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestTaskEventsKeepTheLastHundred(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if evs, err := db.TaskEvents("a", "other"); err != nil || evs != nil {
+	if evs, err := db.taskEvents("a", "other"); err != nil || evs != nil {
 		t.Fatalf("events of a task without any: %v %v", evs, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pluginhost/pluginhost/dynamic"
+	"github.com/pluginhost/pluginhost/host/driver"
 	"go.etcd.io/bbolt"
 )
 
@@ -168,7 +169,7 @@ func BenchmarkAppendTaskEvent(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			if evs, err := db.TaskEvents("a", "t"); err != nil || len(evs) != maxTaskEvents {
+			if evs, err := db.taskEvents("a", "t"); err != nil || len(evs) != maxTaskEvents {
 				b.Fatalf("%d events after the run (%v), want %d", len(evs), err, maxTaskEvents)
 			}
 		})
@@ -194,7 +195,7 @@ func seedEvents(history uint64) func(tb *bbolt.Bucket) error {
 // BenchmarkTaskStartWrites compares a task launch's records written one
 // commit each (as the runner once did) with the same records in one Update.
 func BenchmarkTaskStartWrites(b *testing.B) {
-	h := &TaskHandle{Driver: "go_plugin", Pid: 4242, StartTime: 99, Reattach: &ReattachRecord{Protocol: "grpc", Network: "unix", Addr: "/run/x/plugin1", Pid: 4242}}
+	h := &TaskHandle{Driver: "go_plugin", Pid: 4242, StartTime: 99, Reattach: &driver.ReattachRecord{Protocol: "grpc", Network: "unix", Addr: "/run/x/plugin1", Pid: 4242}}
 	st := &TaskState{State: TaskStateRunning, StartedAt: time.Now()}
 	ev := func(typ string) *TaskEvent {
 		return &TaskEvent{Type: typ, Time: time.Now(), Message: "Task event " + typ}

@@ -78,7 +78,7 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 			t.Fatalf("acknowledged write %d lost after kill -9 (%d of %d found)", i, len(plugins), acked+1)
 		}
 	}
-	evs, err := db.TaskEvents("crash", "t")
+	evs, err := db.taskEvents("crash", "t")
 	if err != nil {
 		t.Fatal(err)
 	}

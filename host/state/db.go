@@ -243,9 +243,6 @@ func (db *DB) openBolt(timeout time.Duration, readOnly bool) (b *bbolt.DB, err e
 // Path returns the state file's path.
 func (db *DB) Path() string { return db.path }
 
-// SchemaVersion returns the schema version of the open file.
-func (db *DB) SchemaVersion() int { return db.version }
-
 // Close releases the file and its lock. It is safe to call more than once.
 func (db *DB) Close() error {
 	if db == nil || db.bolt == nil {

@@ -24,7 +24,7 @@ func TestOpenNewFileThenReopen(t *testing.T) {
 	if db.Path() != path {
 		t.Errorf("Path() = %q, want %q", db.Path(), path)
 	}
-	if got, want := db.SchemaVersion(), currentVersion(builtinMigrations()); got != want {
+	if got, want := db.schemaVersion(), currentVersion(builtinMigrations()); got != want {
 		t.Errorf("SchemaVersion() = %d, want %d", got, want)
 	}
 	if err := db.PutPlugins(testPlugin(1)); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/pluginhost/pluginhost/dynamic"
+	"go.etcd.io/bbolt"
 )
 
 func testLogger(t testing.TB) hclog.Logger {
@@ -86,4 +87,29 @@ func mustPlugins(t testing.TB, db *DB) map[string]*dynamic.PluginInfo {
 		out[p.Type+"/"+p.Name+"/"+p.AllocID] = p
 	}
 	return out
+}
+
+// schemaVersion returns the schema version of the open file.
+func (db *DB) schemaVersion() int { return db.version }
+
+// taskEvents returns a task's retained events, oldest first. An allocation
+// that is not stored is ErrAllocNotFound; a task without events is empty.
+func (db *DB) taskEvents(allocID, task string) ([]*TaskEvent, error) {
+	if err := checkTaskNames(allocID, task); err != nil {
+		return nil, fmt.Errorf("task events: %w", err)
+	}
+	var out []*TaskEvent
+	err := db.view("read task events "+allocID+"/"+task, func(tx *bbolt.Tx) error {
+		if tx.Bucket([]byte(bucketAllocs)).Bucket([]byte(allocID)) == nil {
+			return fmt.Errorf("%w: %s", ErrAllocNotFound, allocID)
+		}
+		tb := taskBucket(tx, allocID, task)
+		if tb == nil {
+			return nil
+		}
+		var err error
+		out, err = readEvents(tb)
+		return err
+	})
+	return out, err
 }

@@ -18,7 +18,7 @@ import (
 //
 // The job record is the agent's desired state for a job: which version
 // should run and whether the job is stopped. Allocations say what was
-// started for it (Alloc.JobVersion); the job reconciler in package host
+// started for it (Alloc.JobVersion); the job reconciler (package host/jobs)
 // moves the second towards the first, at submission and at every start.
 const (
 	bucketJobs     = "jobs"
@@ -50,6 +50,25 @@ type Job struct {
 	// Update is the outcome of rolling out the latest version whose
 	// rollout finished (nil while none has).
 	Update *UpdateOutcome `json:",omitempty"`
+	// LastStable is the newest version whose roll-out succeeded (nil
+	// while none has). It is kept here, not only as JobVersion.Stable,
+	// because a rollout is bounded by it (the last healthy version keeps
+	// serving, a newer unhealthy one is stopped once superseded) and
+	// rapid updates drop old versions out of the kept history.
+	LastStable *uint64 `json:",omitempty"`
+}
+
+// StableVersion is the newest version whose roll-out succeeded, as far as
+// the record tells: LastStable, or for a record written before it existed
+// the latest outcome if that succeeded.
+func (j *Job) StableVersion() (uint64, bool) {
+	switch {
+	case j.LastStable != nil:
+		return *j.LastStable, true
+	case j.Update != nil && j.Update.Status == UpdateSuccessful:
+		return j.Update.Version, true
+	}
+	return 0, false
 }
 
 // Update statuses, as Nomad's deployment statuses.
@@ -178,12 +197,48 @@ func (t *Tx) FinishUpdate(id string, out *UpdateOutcome) error {
 	rec := *js.Job
 	rec.Update = out
 	rec.ModifyTime = out.Time
+	if out.Status == UpdateSuccessful {
+		v := out.Version
+		rec.LastStable = &v
+	}
 	if out.Status == UpdateSuccessful && out.Version == js.Spec.Version {
 		v := *js.Spec
 		v.Stable = true
 		vb := t.tx.Bucket([]byte(bucketJobs)).Bucket([]byte(id)).Bucket([]byte(bucketVersions))
 		if err := putJSON(vb, seqKey(v.Version), &v); err != nil {
 			return fmt.Errorf("job %s version %d: %w", id, v.Version, err)
+		}
+	}
+	return t.PutJob(&rec)
+}
+
+// MarkStable records that an earlier version v was healthy although no
+// roll-out outcome says so (a newer version was submitted before the pass
+// that would have judged it): it becomes LastStable, unless a newer one
+// is, and its kept version record is marked stable. The latest outcome is
+// left alone: it is about the current version.
+func (t *Tx) MarkStable(id string, v uint64) error {
+	js, err := t.Job(id)
+	if err != nil {
+		return err
+	}
+	if js.Job.LastStable != nil && *js.Job.LastStable >= v {
+		return nil
+	}
+	rec := *js.Job
+	rec.LastStable = &v
+	vb := t.tx.Bucket([]byte(bucketJobs)).Bucket([]byte(id)).Bucket([]byte(bucketVersions))
+	if vb != nil {
+		var jv JobVersion
+		found, err := getJSON(vb, seqKey(v), &jv)
+		if err != nil {
+			return fmt.Errorf("job %s version %d: %w", id, v, err)
+		}
+		if found && !jv.Stable {
+			jv.Stable = true
+			if err := putJSON(vb, seqKey(v), &jv); err != nil {
+				return fmt.Errorf("job %s version %d: %w", id, v, err)
+			}
 		}
 	}
 	return t.PutJob(&rec)
@@ -205,6 +260,23 @@ func (t *Tx) Job(id string) (*JobState, error) {
 		return nil, fmt.Errorf("job %s: %w", id, ErrJobNotFound)
 	}
 	return readJob([]byte(id), jb)
+}
+
+// FinishUpdate records how the roll-out of the job's current version ended,
+// in a commit of its own (Tx.FinishUpdate).
+func (db *DB) FinishUpdate(id string, out *UpdateOutcome) error {
+	return db.Update(func(tx *Tx) error { return tx.FinishUpdate(id, out) })
+}
+
+// MarkStable records an earlier version as stable in a commit of its own
+// (Tx.MarkStable).
+func (db *DB) MarkStable(id string, v uint64) error {
+	return db.Update(func(tx *Tx) error { return tx.MarkStable(id, v) })
+}
+
+// DeleteJob forgets a job and its versions in a commit of its own.
+func (db *DB) DeleteJob(id string) error {
+	return db.Update(func(tx *Tx) error { return tx.DeleteJob(id) })
 }
 
 // Job reads a job's record and current version; ErrJobNotFound if unknown.

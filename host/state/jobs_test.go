@@ -354,7 +354,7 @@ func TestMigrateJobRecords(t *testing.T) {
 		return a
 	}
 	withDB(t, path, Options{migrations: []migration{}}, func(db *DB) {
-		if v := db.SchemaVersion(); v != 1 {
+		if v := db.schemaVersion(); v != 1 {
 			t.Fatalf("writer schema version %d, want 1", v)
 		}
 		// IDs sort against creation order: versions follow creation time.
@@ -372,7 +372,7 @@ func TestMigrateJobRecords(t *testing.T) {
 	})
 
 	db := openTest(t, path, Options{})
-	if v := db.SchemaVersion(); v != 2 {
+	if v := db.schemaVersion(); v != 2 {
 		t.Fatalf("schema version %d after upgrade, want 2", v)
 	}
 	a := mustJob(t, db, "a")
@@ -450,5 +450,46 @@ func TestMigrateManySpecChanges(t *testing.T) {
 	}
 	if a := mustJob(t, db, "a"); a.Job.Version != 8 || a.Job.Stop {
 		t.Fatalf("job a: %+v", a.Job)
+	}
+}
+
+// TestStableVersions: a successful outcome and MarkStable both move
+// LastStable forward, never back; MarkStable marks the kept version stable
+// and leaves the latest outcome alone.
+func TestStableVersions(t *testing.T) {
+	db := openTest(t, statePath(t), Options{})
+	for v := range 3 {
+		submit(t, db, jobRev("web", v), t0.Add(time.Duration(v)*time.Minute))
+	}
+	if _, ok := mustJob(t, db, "web").Job.StableVersion(); ok {
+		t.Fatal("a stable version before any roll-out succeeded")
+	}
+	if err := db.MarkStable("web", 1); err != nil {
+		t.Fatal(err)
+	}
+	js := mustJob(t, db, "web")
+	if v, ok := js.Job.StableVersion(); !ok || v != 1 || js.Job.Update != nil {
+		t.Fatalf("after MarkStable(1): stable %d %v, update %+v", v, ok, js.Job.Update)
+	}
+	versions, err := db.JobVersions("web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, jv := range versions {
+		if jv.Stable != (jv.Version == 1) {
+			t.Errorf("version %d stable = %v", jv.Version, jv.Stable)
+		}
+	}
+	if err := db.MarkStable("web", 0); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := mustJob(t, db, "web").Job.StableVersion(); v != 1 {
+		t.Fatalf("MarkStable(0) moved LastStable back to %d", v)
+	}
+	if err := db.FinishUpdate("web", &UpdateOutcome{Version: 2, Status: UpdateSuccessful, Time: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := mustJob(t, db, "web").Job.StableVersion(); v != 2 {
+		t.Fatalf("after version 2 succeeded: LastStable %d", v)
 	}
 }

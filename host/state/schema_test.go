@@ -66,7 +66,7 @@ func TestUpgrade(t *testing.T) {
 	var tagCalls, fillCalls int
 	upgraded := append(builtinMigrations(), tagPlugins(&tagCalls), fillWidgets(&fillCalls))
 	db := openTest(t, path, Options{migrations: upgraded})
-	if got := db.SchemaVersion(); got != base+2 {
+	if got := db.schemaVersion(); got != base+2 {
 		t.Fatalf("SchemaVersion() = %d after upgrade, want %d", got, base+2)
 	}
 	after := mustPlugins(t, db)
@@ -100,7 +100,7 @@ func TestUpgrade(t *testing.T) {
 		t.Errorf("temporary backup left behind: %v", err)
 	}
 	bdb := openTest(t, backup, Options{})
-	if got := bdb.SchemaVersion(); got != base {
+	if got := bdb.schemaVersion(); got != base {
 		t.Errorf("backup schema version %d, want %d", got, base)
 	}
 	old := mustPlugins(t, bdb)
@@ -148,7 +148,7 @@ func TestFailedMigrationKeepsCommittedSteps(t *testing.T) {
 
 	// The first step committed, the failed one left nothing behind.
 	db := openTest(t, path, Options{migrations: append(builtinMigrations(), tagPlugins(&tagCalls))})
-	if got := db.SchemaVersion(); got != base+1 || tagCalls != 1 {
+	if got := db.schemaVersion(); got != base+1 || tagCalls != 1 {
 		t.Fatalf("after failed upgrade: version %d, tag ran %d times; want %d and 1", got, tagCalls, base+1)
 	}
 	if err := db.view("check", func(tx *bbolt.Tx) error {
@@ -164,8 +164,8 @@ func TestFailedMigrationKeepsCommittedSteps(t *testing.T) {
 	}
 
 	db = openTest(t, path, Options{migrations: append(builtinMigrations(), tagPlugins(&tagCalls), fillWidgets(&fillCalls))})
-	if db.SchemaVersion() != base+2 || fillCalls != 1 || tagCalls != 1 {
-		t.Fatalf("retry: version %d, calls %d/%d", db.SchemaVersion(), tagCalls, fillCalls)
+	if db.schemaVersion() != base+2 || fillCalls != 1 || tagCalls != 1 {
+		t.Fatalf("retry: version %d, calls %d/%d", db.schemaVersion(), tagCalls, fillCalls)
 	}
 	for _, v := range []int{base, base + 1} {
 		if _, err := os.Stat(BackupPath(path, v)); err != nil {

@@ -290,7 +290,12 @@ func (ar *AllocRunner) Done() <-chan struct{} { return ar.done }
 
 // Stop stops the allocation for good: it records the desired status, kills
 // every task (kill_signal, then SIGKILL after kill_timeout) and waits.
-func (ar *AllocRunner) Stop(ctx context.Context) error {
+func (ar *AllocRunner) Stop(ctx context.Context) error { return ar.StopFor(ctx, "") }
+
+// StopFor is Stop with a reason, which each task's Killing event gives
+// (e.g. the job's version was superseded), so that a user reading the
+// allocation's events sees why it ended.
+func (ar *AllocRunner) StopFor(ctx context.Context, reason string) error {
 	err := ar.persistAlloc(func(a *state.Alloc) bool {
 		a.DesiredStatus = state.AllocDesiredStatusStop
 		return true
@@ -303,7 +308,7 @@ func (ar *AllocRunner) Stop(ctx context.Context) error {
 		ar.ahooks.stop()
 	}
 	for _, tr := range ar.tasks {
-		tr.kill()
+		tr.killFor(reason)
 	}
 	select {
 	case <-ar.done:

@@ -11,7 +11,8 @@ func toStateHandle(h *driver.Handle, logmonPid int, logmonStart uint64) *state.T
 		LogmonPid: logmonPid, LogmonStartTime: logmonStart, CgroupPath: h.CgroupPath,
 	}
 	if r := h.Reattach; r != nil {
-		sh.Reattach = &state.ReattachRecord{Protocol: r.Protocol, ProtocolVersion: r.ProtocolVersion, Network: r.Network, Addr: r.Addr, Pid: r.Pid}
+		rc := *r
+		sh.Reattach = &rc
 	}
 	return sh
 }
@@ -19,7 +20,8 @@ func toStateHandle(h *driver.Handle, logmonPid int, logmonStart uint64) *state.T
 func toDriverHandle(h *state.TaskHandle) *driver.Handle {
 	dh := &driver.Handle{Driver: h.Driver, Pid: h.Pid, StartTime: h.StartTime, SocketPath: h.SocketPath, CgroupPath: h.CgroupPath}
 	if r := h.Reattach; r != nil {
-		dh.Reattach = &driver.ReattachRecord{Protocol: r.Protocol, ProtocolVersion: r.ProtocolVersion, Network: r.Network, Addr: r.Addr, Pid: r.Pid}
+		rc := *r
+		dh.Reattach = &rc
 	}
 	return dh
 }

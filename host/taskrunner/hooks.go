@@ -65,8 +65,10 @@ type HookRequest struct {
 	TaskDir    string // <alloc dir>/<task>
 	LocalDir   string // NOMAD_TASK_DIR
 	SecretsDir string
-	// SocketDir is the allocation's control socket directory (0700). Its
-	// path is short enough that SocketBudget more bytes still fit sun_path.
+	// SocketDir is the task's own control socket directory (0700), inside
+	// its allocation's (TaskSocketDir). The allocation's is short enough
+	// that SocketBudget more bytes (this directory's element and a socket
+	// name) still fit sun_path.
 	SocketDir string
 
 	// Env is the task's environment; prestart hooks add to it (the CSI

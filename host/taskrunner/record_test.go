@@ -97,9 +97,15 @@ func TestSetupFailureStoresTaskSetup(t *testing.T) {
 	job.TaskGroups[0].Restart.Attempts = 0
 	ar := a.run(job)
 	<-ar.Done()
-	evs, err := a.db.TaskEvents(ar.ID(), "web")
+	stored, err := a.db.LoadAllocs()
 	if err != nil {
 		t.Fatal(err)
+	}
+	var evs []*state.TaskEvent
+	for _, as := range stored {
+		if as.Alloc.ID == ar.ID() && as.Tasks["web"] != nil {
+			evs = as.Tasks["web"].Events
+		}
 	}
 	var types []string
 	for _, ev := range evs {

@@ -60,8 +60,8 @@ type TaskRunner struct {
 
 	killCh   chan struct{}
 	killOnce sync.Once
-	// killReason says why the task is killed when it is not a stop
-	// ("sibling task failed"); guarded by mu.
+	// killReason says why the task is killed ("sibling task failed", or
+	// a stop's reason from AllocRunner.StopFor); guarded by mu.
 	killReason string
 	shutdownCh chan struct{}
 	shutOnce   sync.Once

@@ -24,7 +24,7 @@ func parseFileOp(path string, op Op) (*Volume, error) {
 	if op == 0 {
 		return ParseFile(path)
 	}
-	return ParseFileFor(path, op)
+	return parseFile(path, op)
 }
 
 func TestBadVolumeFiles(t *testing.T) {

@@ -68,7 +68,7 @@ func TestGoodVolumeFiles(t *testing.T) {
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			path := filepath.Join("testdata", "good", c.file)
-			got, err := ParseFileFor(path, c.op)
+			got, err := parseFile(path, c.op)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +119,7 @@ func TestExampleVolumeFiles(t *testing.T) {
 		t.Fatalf("no example volume files: %v", err)
 	}
 	for _, f := range files {
-		v, err := ParseFileFor(f, OpCreate)
+		v, err := parseFile(f, OpCreate)
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
 			continue

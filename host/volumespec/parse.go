@@ -23,10 +23,6 @@ const MaxFileSize = 1 << 20
 // *hclstrict.DiagnosticsError; I/O errors are wrapped os errors.
 func ParseFile(path string) (*Volume, error) { return parseFile(path, 0) }
 
-// ParseFileFor is ParseFile plus the rules of op, reported at their place
-// in the file.
-func ParseFileFor(path string, op Op) (*Volume, error) { return parseFile(path, op) }
-
 // Parse parses and validates one volume file held in memory with the rules
 // common to create and register; filename names the file in diagnostics
 // and, ending in ".json", selects JSON syntax (as does content starting with

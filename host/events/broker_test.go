@@ -1,4 +1,4 @@
-package host
+package events
 
 import (
 	"context"
@@ -8,11 +8,11 @@ import (
 )
 
 func TestBrokerOrderAndSlowSubscriber(t *testing.T) {
-	b := newBroker()
+	b := NewBroker()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	fast := b.subscribe(ctx, 0)
-	slow := b.subscribe(ctx, 0) // never read until the end
+	fast := b.Subscribe(ctx, 0)
+	slow := b.Subscribe(ctx, 0) // never read until the end
 
 	done := make(chan struct{})
 	var got []uint64
@@ -28,7 +28,7 @@ func TestBrokerOrderAndSlowSubscriber(t *testing.T) {
 	// More events than a subscriber may hold: publish must never block on
 	// the one that does not read.
 	for i := 0; i < subscriberBuffer+10; i++ {
-		b.publish(&api.Event{Topic: api.TopicAgent})
+		b.Publish(&api.Event{Topic: api.TopicAgent})
 	}
 	<-done
 	for i, idx := range got {
@@ -56,23 +56,23 @@ func TestBrokerOrderAndSlowSubscriber(t *testing.T) {
 // TestBrokerResume: a subscriber resumes after an index with the kept
 // events after it, and is told when some are no longer kept.
 func TestBrokerResume(t *testing.T) {
-	b := newBroker()
+	b := NewBroker()
 	for range 10 {
-		b.publish(&api.Event{Topic: api.TopicTask})
+		b.Publish(&api.Event{Topic: api.TopicTask})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch := b.subscribe(ctx, 7)
-	b.publish(&api.Event{Topic: api.TopicTask})
+	ch := b.Subscribe(ctx, 7)
+	b.Publish(&api.Event{Topic: api.TopicTask})
 	for _, want := range []uint64{8, 9, 10, 11} {
 		if ev := <-ch; ev.Index != want {
 			t.Fatalf("resumed stream gave index %d, want %d", ev.Index, want)
 		}
 	}
 	for range historySize {
-		b.publish(&api.Event{Topic: api.TopicTask})
+		b.Publish(&api.Event{Topic: api.TopicTask})
 	}
-	old := b.subscribe(ctx, 3)
+	old := b.Subscribe(ctx, 3)
 	first := <-old
 	if first.Type != EventEventsLost || first.Payload.Message == "" {
 		t.Fatalf("resuming past the history: first event %+v, want EventsLost", first)
@@ -83,20 +83,20 @@ func TestBrokerResume(t *testing.T) {
 }
 
 func TestBrokerUnsubscribeAndClose(t *testing.T) {
-	b := newBroker()
+	b := NewBroker()
 	ctx, cancel := context.WithCancel(context.Background())
-	ch := b.subscribe(ctx, 0)
+	ch := b.Subscribe(ctx, 0)
 	cancel()
 	if _, ok := <-ch; ok {
 		t.Fatal("subscription still open after its context ended")
 	}
-	other := b.subscribe(context.Background(), 0)
-	b.close()
+	other := b.Subscribe(context.Background(), 0)
+	b.Close()
 	if _, ok := <-other; ok {
 		t.Fatal("subscription still open after close")
 	}
-	b.publish(&api.Event{}) // after close: dropped, no panic
-	late := b.subscribe(context.Background(), 0)
+	b.Publish(&api.Event{}) // after close: dropped, no panic
+	late := b.Subscribe(context.Background(), 0)
 	if _, ok := <-late; ok {
 		t.Fatal("subscribing to a closed broker gave an open channel")
 	}
@@ -105,13 +105,13 @@ func TestBrokerUnsubscribeAndClose(t *testing.T) {
 // TestBrokerResumeWholeHistory: resuming from before the history replays
 // every kept event, the newest included.
 func TestBrokerResumeWholeHistory(t *testing.T) {
-	b := newBroker()
+	b := NewBroker()
 	for range historySize + 5 {
-		b.publish(&api.Event{Topic: api.TopicTask})
+		b.Publish(&api.Event{Topic: api.TopicTask})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch := b.subscribe(ctx, 1)
+	ch := b.Subscribe(ctx, 1)
 	if ev := <-ch; ev.Type != EventEventsLost {
 		t.Fatalf("first event %+v, want EventsLost", ev)
 	}

@@ -1,4 +1,4 @@
-package host
+package events
 
 import (
 	"context"
@@ -18,9 +18,9 @@ const subscriberBuffer = 4096
 // that resume after an index (`events -index`, Nomad's ?index=).
 const historySize = 4096
 
-// broker fans events out to API subscribers without ever blocking the
+// Broker fans events out to API subscribers without ever blocking the
 // publisher, and keeps the last historySize events for resuming.
-type broker struct {
+type Broker struct {
 	mu      sync.Mutex
 	index   uint64
 	subs    map[chan *api.Event]struct{}
@@ -29,8 +29,9 @@ type broker struct {
 	closed  bool
 }
 
-func newBroker() *broker {
-	return &broker{subs: make(map[chan *api.Event]struct{})}
+// NewBroker returns a broker with no subscribers.
+func NewBroker() *Broker {
+	return &Broker{subs: make(map[chan *api.Event]struct{})}
 }
 
 // Agent event types about a subscription itself.
@@ -43,8 +44,8 @@ const (
 	EventEventsLost = "EventsLost"
 )
 
-// publish stamps ev with the next index and hands it to every subscriber.
-func (b *broker) publish(ev *api.Event) {
+// Publish stamps ev with the next index and hands it to every subscriber.
+func (b *Broker) Publish(ev *api.Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -77,10 +78,10 @@ func (b *broker) publish(ev *api.Event) {
 	}
 }
 
-// subscribe returns a channel of every later event, and with after > 0
+// Subscribe returns a channel of every later event, and with after > 0
 // first of the kept events after that index; it is closed when ctx ends,
 // when the broker closes, or when the subscriber falls too far behind.
-func (b *broker) subscribe(ctx context.Context, after uint64) <-chan *api.Event {
+func (b *Broker) Subscribe(ctx context.Context, after uint64) <-chan *api.Event {
 	b.mu.Lock()
 	var replay []*api.Event
 	if after > 0 && after < b.index {
@@ -112,13 +113,13 @@ func (b *broker) subscribe(ctx context.Context, after uint64) <-chan *api.Event 
 }
 
 // ordered returns the kept events, oldest first; b.mu is held.
-func (b *broker) ordered() []*api.Event {
+func (b *Broker) ordered() []*api.Event {
 	out := make([]*api.Event, 0, len(b.history))
 	out = append(out, b.history[b.histAt:]...)
 	return append(out, b.history[:b.histAt]...)
 }
 
-func (b *broker) unsubscribe(ch chan *api.Event) {
+func (b *Broker) unsubscribe(ch chan *api.Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.subs[ch]; ok {
@@ -127,8 +128,8 @@ func (b *broker) unsubscribe(ch chan *api.Event) {
 	}
 }
 
-// close ends every stream; later publishes are dropped.
-func (b *broker) close() {
+// Close ends every stream; later publishes are dropped.
+func (b *Broker) Close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {

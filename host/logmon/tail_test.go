@@ -1,4 +1,4 @@
-package host
+package logmon
 
 import (
 	"bytes"
@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestLogTailFollowsRotation writes a rotated series the way the log shipper
+// TestTailFollowsRotation writes a rotated series the way the log shipper
 // does and checks that the tail copies every byte once, in order, also when
 // older files are deleted under it.
-func TestLogTailFollowsRotation(t *testing.T) {
+func TestTailFollowsRotation(t *testing.T) {
 	dir := t.TempDir()
 	write := func(n int, s string) {
 		t.Helper()
@@ -24,13 +24,13 @@ func TestLogTailFollowsRotation(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	tail := &logTail{dir: dir, base: "web.stdout.", w: &out}
-	if err := tail.copyAvailable(); err != nil || out.Len() != 0 {
+	tail := &Tail{Dir: dir, Base: "web.stdout.", W: &out}
+	if err := tail.CopyAvailable(); err != nil || out.Len() != 0 {
 		t.Fatalf("empty dir: %q %v", out.String(), err)
 	}
 	write(0, "a1\n")
 	write(0, "a2\n")
-	if err := tail.copyAvailable(); err != nil {
+	if err := tail.CopyAvailable(); err != nil {
 		t.Fatal(err)
 	}
 	write(0, "a3\n")
@@ -38,14 +38,14 @@ func TestLogTailFollowsRotation(t *testing.T) {
 	write(2, "c1\n")
 	// The shipper deletes the oldest file beyond max_files.
 	os.Remove(filepath.Join(dir, "web.stdout.0"))
-	if err := tail.copyAvailable(); err != nil {
+	if err := tail.CopyAvailable(); err != nil {
 		t.Fatal(err)
 	}
 	write(2, "c2\n")
 	write(5, "f1\n")
 	// stderr is another series, never copied into stdout.
 	os.WriteFile(filepath.Join(dir, "web.stderr.2"), []byte("stderr\n"), 0o644)
-	if err := tail.copyAvailable(); err != nil {
+	if err := tail.CopyAvailable(); err != nil {
 		t.Fatal(err)
 	}
 	// a3 was written to file 0 after the first copy and deleted before the

@@ -1,4 +1,4 @@
-package host
+package apiconv
 
 import (
 	"testing"
@@ -31,7 +31,7 @@ func TestCSIInfoRequiresTopologiesFromPluginCapability(t *testing.T) {
 		{"not fingerprinted yet", &plugins.Fingerprint{Type: dynamic.PluginTypeCSINode}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			info := csiInfo(tc.fp, false)
+			info := CSIInfo(tc.fp, false)
 			if info.RequiresTopologies != tc.want {
 				t.Errorf("RequiresTopologies = %t, want %t", info.RequiresTopologies, tc.want)
 			}
@@ -43,9 +43,9 @@ func TestCSIInfoRequiresTopologiesFromPluginCapability(t *testing.T) {
 // gave: a controller has no NodeGetInfo.
 func TestCSIInfoRequiresTopologiesSameForBothHalves(t *testing.T) {
 	caps := []string{csi.CapControllerService, csi.CapVolumeAccessibility, csi.CapVolumeExpansionPrefix + "ONLINE"}
-	ctrl := csiInfo(&plugins.Fingerprint{PluginID: "p", AllocID: "a1", Type: dynamic.PluginTypeCSIController,
+	ctrl := CSIInfo(&plugins.Fingerprint{PluginID: "p", AllocID: "a1", Type: dynamic.PluginTypeCSIController,
 		PluginCapabilities: caps, ControllerCapabilities: []string{csi.CapControllerCreateDelete}}, true)
-	node := csiInfo(&plugins.Fingerprint{PluginID: "p", AllocID: "a1", Type: dynamic.PluginTypeCSINode,
+	node := CSIInfo(&plugins.Fingerprint{PluginID: "p", AllocID: "a1", Type: dynamic.PluginTypeCSINode,
 		PluginCapabilities: caps, NodeCapabilities: []string{csi.CapNodeStageUnstage},
 		NodeInfo: &plugins.NodeInfo{NodeID: "n1"}}, true)
 	if !ctrl.RequiresTopologies || !node.RequiresTopologies {

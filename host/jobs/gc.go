@@ -1,4 +1,4 @@
-package host
+package jobs
 
 import (
 	"context"
@@ -22,51 +22,46 @@ import (
 // job's completed run, a failed service) are kept: collecting them would
 // make the job reconciler run them again. Socket directories of every dead
 // allocation go at once: nothing listens there any more.
-func (a *Agent) gc(ctx context.Context) {
-	t := time.NewTicker(a.cfg.GC.Interval)
+func (r *Reconciler) gc(ctx context.Context) {
+	t := time.NewTicker(r.cfg.GC.Interval)
 	defer t.Stop()
 	for {
-		a.collect(ctx)
+		r.collect(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-a.gcKick:
+		case <-r.gcKick:
 		}
 	}
 }
 
 // kickGC asks for a collection now (an allocation just finished).
-func (a *Agent) kickGC() {
+func (r *Reconciler) kickGC() {
 	select {
-	case a.gcKick <- struct{}{}:
+	case r.gcKick <- struct{}{}:
 	default:
 	}
 }
 
-func (a *Agent) collect(ctx context.Context) {
-	a.mu.Lock()
-	all := make([]*allocEntry, 0, len(a.allocs))
-	for _, e := range a.allocs {
-		all = append(all, e)
-	}
-	a.mu.Unlock()
-
-	var collectable []*allocEntry
+func (r *Reconciler) collect(ctx context.Context) {
+	all := r.all()
+	var collectable []*entry
 	for _, e := range all {
-		if !isDone(e) {
+		if !isDone(e.r) {
 			continue
 		}
-		if err := os.RemoveAll(e.runner.SocketDir()); err != nil {
-			a.logger.Warn("gc: removing a dead allocation's sockets", "alloc_id", e.runner.ID(), "error", err)
+		if err := os.RemoveAll(e.r.SocketDir()); err != nil {
+			r.log.Warn("gc: removing a dead allocation's sockets", "alloc_id", e.r.ID(), "error", err)
 		}
-		if e.runner.State().Alloc.DesiredStatus == state.AllocDesiredStatusStop {
+		if e.r.State().Alloc.DesiredStatus == state.AllocDesiredStatusStop {
 			collectable = append(collectable, e)
 		}
 	}
 	sort.Slice(collectable, func(i, j int) bool { return collectable[i].created.Before(collectable[j].created) })
 
-	maxAllocs := a.cfg.GC.MaxAllocs
+	gc := r.cfg.GC
+	maxAllocs := gc.MaxAllocs
 	if maxAllocs <= 0 {
 		maxAllocs = config.DefaultGCMaxAllocs
 	}
@@ -76,9 +71,9 @@ func (a *Agent) collect(ctx context.Context) {
 		switch {
 		case total > maxAllocs:
 			reason = "gc_max_allocs"
-		case a.cfg.GC.DiskUsageThreshold > 0 && a.fsUsage(diskUsed) > a.cfg.GC.DiskUsageThreshold:
+		case gc.DiskUsageThreshold > 0 && fsUsage(r.cfg.DataDir, diskUsed) > gc.DiskUsageThreshold:
 			reason = "gc_disk_usage_threshold"
-		case a.cfg.GC.InodeUsageThreshold > 0 && a.fsUsage(inodesUsed) > a.cfg.GC.InodeUsageThreshold:
+		case gc.InodeUsageThreshold > 0 && fsUsage(r.cfg.DataDir, inodesUsed) > gc.InodeUsageThreshold:
 			reason = "gc_inode_usage_threshold"
 		default:
 			return
@@ -86,41 +81,36 @@ func (a *Agent) collect(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		// jobMu: a reconcile pass must not see a slot's allocation vanish
-		// under it.
-		a.jobMu.Lock()
-		a.mu.Lock()
-		tracked := a.allocs[e.runner.ID()] == e
-		a.mu.Unlock()
-		if !tracked {
-			// A purge destroyed it while this collection waited.
-			a.jobMu.Unlock()
-			continue
-		}
-		dctx, cancel := context.WithTimeout(ctx, stopTimeout)
-		err := e.runner.Destroy(dctx)
-		cancel()
-		if err == nil {
-			a.mu.Lock()
-			delete(a.allocs, e.runner.ID())
-			a.mu.Unlock()
-		}
-		a.jobMu.Unlock()
-		if err != nil {
-			a.logger.Warn("gc: destroying an allocation", "alloc_id", e.runner.ID(), "error", err)
+		if err := r.collectOne(e); err != nil {
+			r.log.Warn("gc: destroying an allocation", "alloc_id", e.r.ID(), "error", err)
 			continue
 		}
 		total--
-		a.logger.Info("gc: allocation collected", "alloc_id", e.runner.ID(), "job_id", e.jobID, "reason", reason)
+		r.log.Info("gc: allocation collected", "alloc_id", e.r.ID(), "job_id", e.jobID, "reason", reason)
 	}
-	a.notifyChanged()
+	r.notify()
+}
+
+// collectOne destroys a collectable allocation under jobMu: a pass must
+// not see a slot's allocation vanish under it. One a purge destroyed
+// while this collection waited is skipped (found by the chaos test).
+func (r *Reconciler) collectOne(e *entry) error {
+	r.jobMu.Lock()
+	defer r.jobMu.Unlock()
+	if r.entry(e.r.ID()) != e {
+		return nil
+	}
+	return r.destroy(e.r.ID())
 }
 
 // fsUsage is the data dir's file system usage in percent, by metric; 0
 // when it cannot be read (no collection on a guess).
-func (a *Agent) fsUsage(metric func(*unix.Statfs_t) float64) float64 {
+func fsUsage(dir string, metric func(*unix.Statfs_t) float64) float64 {
+	if dir == "" {
+		return 0
+	}
 	var s unix.Statfs_t
-	if err := unix.Statfs(a.cfg.DataDir, &s); err != nil {
+	if err := unix.Statfs(dir, &s); err != nil {
 		return 0
 	}
 	return metric(&s)

@@ -1,4 +1,4 @@
-package host
+package jobs
 
 import (
 	"fmt"
@@ -21,7 +21,9 @@ var defaultUpdate = jobspec.UpdateStrategy{
 	HealthCheck: jobspec.HealthCheckTaskStates, MinHealthyTime: time.Second, HealthyDeadline: 5 * time.Minute,
 }
 
-func updateOf(g *jobspec.TaskGroup) *jobspec.UpdateStrategy {
+// UpdateOf is the update strategy a group rolls out with: its own, or
+// defaultUpdate.
+func UpdateOf(g *jobspec.TaskGroup) *jobspec.UpdateStrategy {
 	if g != nil && g.Update != nil {
 		return g.Update
 	}
@@ -39,14 +41,14 @@ type rollout struct {
 // slot filled) are healthy: each has every task running, its CSI plugin
 // tasks' plugins healthy, for its group's min_healthy_time, within its
 // healthy_deadline from creation. An allocation that failed, or missed its
-// deadline, fails the roll-out.
-func judgeRollout(job *jobspec.Job, entries []*allocEntry, now time.Time) rollout {
+// deadline, fails the roll-out. It reads snapshots only, so it is
+// table-tested without processes.
+func judgeRollout(job *jobspec.Job, snaps []*taskrunner.AllocSnapshot, now time.Time) rollout {
 	var wait time.Duration
 	allHealthy := true
-	for _, e := range entries {
-		snap := e.runner.State()
+	for _, snap := range snaps {
 		al := snap.Alloc
-		u := updateOf(groupOf(job, al.TaskGroup))
+		u := UpdateOf(GroupOf(job, al.TaskGroup))
 		if al.ClientStatus == state.AllocClientStatusFailed {
 			return rollout{unhealthy: fmt.Sprintf("allocation %s failed", shortID(al.ID))}
 		}
@@ -81,7 +83,7 @@ func judgeRollout(job *jobspec.Job, entries []*allocEntry, now time.Time) rollou
 // plugin's last "healthy" event. ok is false while one is not healthy.
 func healthySince(tasks []taskrunner.TaskSnapshot, job *jobspec.Job, group string) (time.Time, bool) {
 	var since time.Time
-	g := groupOf(job, group)
+	g := GroupOf(job, group)
 	for _, t := range tasks {
 		if t.State.State != state.TaskStateRunning {
 			return time.Time{}, false
@@ -131,7 +133,8 @@ func isPluginTask(g *jobspec.TaskGroup, name string) bool {
 	return false
 }
 
-func groupOf(job *jobspec.Job, name string) *jobspec.TaskGroup {
+// GroupOf is the job's group of that name, nil if none.
+func GroupOf(job *jobspec.Job, name string) *jobspec.TaskGroup {
 	if job == nil {
 		return nil
 	}

@@ -1,0 +1,119 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pluginhost/pluginhost/csi/volumes"
+	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/csihook"
+	"github.com/pluginhost/pluginhost/host/jobs"
+	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/state"
+	"github.com/pluginhost/pluginhost/host/taskrunner"
+)
+
+// allocFactory is the job reconciler's runner factory: it records new
+// allocations in the state store, a submission's together with the job's
+// new version and their volume claims, in one commit.
+type allocFactory struct {
+	db      *state.DB
+	volumes *volumes.VolumeManager
+	runners *taskrunner.Config
+	// jobOf names the job of a tracked allocation, for the claim check.
+	jobOf func(allocID string) string
+}
+
+// Submit implements jobs.Factory. Claims are checked first (RunJob checked
+// them already, but a revert submits without RunJob); the new
+// allocations' claims commit with them, the volume records' locks taken
+// first, as every writer of a volume record does before the store's.
+func (f *allocFactory) Submit(job *jobspec.Job) (*state.SubmitResult, []jobs.Runner, error) {
+	if err := csihook.Check(f.volumes, job, func(id string) bool { return f.jobOf(id) == job.ID }); err != nil {
+		return nil, nil, &api.FieldError{Field: "Job.TaskGroups.Volumes", Err: err}
+	}
+	var (
+		res     *state.SubmitResult
+		runners []*taskrunner.AllocRunner
+	)
+	claims := f.volumes.BeginClaims(csihook.VolumeIDs(job))
+	err := f.db.Update(func(tx *state.Tx) error {
+		var err error
+		runners = nil
+		res, err = tx.SubmitJob(job, time.Now())
+		if err != nil || !res.Changed {
+			return err
+		}
+		var slots []jobs.Slot
+		for _, g := range job.TaskGroups {
+			for i := 0; i < g.Count; i++ {
+				slots = append(slots, jobs.Slot{Group: g.Name, Index: i})
+			}
+		}
+		if runners, err = f.record(tx, job, res.Job.Version, slots); err != nil {
+			return err
+		}
+		allocs := make([]*state.Alloc, len(runners))
+		for i, ar := range runners {
+			allocs[i] = &ar.State().Alloc
+		}
+		return csihook.ClaimAllocs(tx, claims, job, allocs)
+	})
+	claims.End(err == nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("recording job %q: %w", job.ID, err)
+	}
+	return res, recorded(runners), nil
+}
+
+// Create implements jobs.Factory: the allocations of slots the current
+// version has none for (a record lost, a runner not restored). Their
+// claims are made by their volume hook.
+func (f *allocFactory) Create(job *jobspec.Job, version uint64, slots []jobs.Slot) ([]jobs.Runner, error) {
+	var runners []*taskrunner.AllocRunner
+	err := f.db.Update(func(tx *state.Tx) error {
+		var err error
+		runners, err = f.record(tx, job, version, slots)
+		if err == nil && len(runners) == 0 {
+			return errNothingToWrite
+		}
+		return err
+	})
+	if errors.Is(err, errNothingToWrite) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return recorded(runners), nil
+}
+
+// errNothingToWrite rolls back a transaction that found nothing to do, so
+// that it costs no commit.
+var errNothingToWrite = errors.New("nothing to write")
+
+func (f *allocFactory) record(tx *state.Tx, job *jobspec.Job, version uint64, slots []jobs.Slot) ([]*taskrunner.AllocRunner, error) {
+	out := make([]*taskrunner.AllocRunner, 0, len(slots))
+	for _, s := range slots {
+		ar, err := taskrunner.PrepareAlloc(f.runners, job, version, s.Group, s.Index)
+		if err != nil {
+			return nil, fmt.Errorf("allocation %s[%d]: %w", s.Group, s.Index, err)
+		}
+		if err := ar.Record(tx); err != nil {
+			return nil, fmt.Errorf("allocation %s[%d]: %w", s.Group, s.Index, err)
+		}
+		out = append(out, ar)
+	}
+	return out, nil
+}
+
+// recorded tells each runner its transaction committed.
+func recorded(runners []*taskrunner.AllocRunner) []jobs.Runner {
+	out := make([]jobs.Runner, len(runners))
+	for i, ar := range runners {
+		ar.Recorded()
+		out[i] = ar
+	}
+	return out
+}
