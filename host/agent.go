@@ -75,10 +75,8 @@ type Agent struct {
 	// the collector, and answers which allocations there are.
 	jobs *jobs.Reconciler
 
-	// cpuMHz and cpuCores turn CPU percentages into Nomad's MHz
-	// (TotalTicks); read once at start.
-	cpuMHz   float64
-	cpuCores int
+	// cpu turns CPU percentages into Nomad's MHz (TotalTicks).
+	cpu cgroup.Machine
 
 	startTime time.Time
 	ready     atomic.Bool
@@ -90,7 +88,7 @@ type Agent struct {
 	runCtx context.Context
 
 	// follower follows the registry's events of every plugin type.
-	follower typeFollower
+	follower *events.RegistryFollower
 
 	wg sync.WaitGroup
 }
@@ -117,8 +115,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		metrics:   metrics.New(),
 		health:    csiplugin.NewHealthTable(),
 	}
-	a.follower = typeFollower{publish: a.events.Publish, wg: &a.wg}
-	a.cpuMHz, a.cpuCores = cpuFingerprint()
+	a.cpu = cgroup.DetectMachine()
 	// Undo what was built if a later step fails.
 	var closers []func()
 	defer func() {
@@ -154,7 +151,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		return nil, fmt.Errorf("agent: restoring the plugin registry: %w", err)
 	}
 	closers = append(closers, a.registry.Shutdown)
-	a.follower.registry = a.registry
+	a.follower = events.NewRegistryFollower(a.registry, a.events.Publish, &a.wg)
 
 	a.csi, err = plugins.NewManager(plugins.ManagerConfig{
 		Registry:            a.registry,
@@ -267,7 +264,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		if req != nil {
 			if t := genericPluginType(req.Task); t != "" {
 				// Before the supervisor can register it.
-				a.follower.follow(t)
+				a.follower.Follow(t)
 			}
 		}
 		hooks := csiHooks(req)
@@ -304,7 +301,7 @@ func (a *Agent) Run(ctx context.Context, serve func(context.Context) error) erro
 		defer a.wg.Done()
 		a.forwardTaskEvents(runCtx)
 	}()
-	a.follower.start(runCtx)
+	a.follower.Start(runCtx)
 
 	if err := a.csi.Start(); err != nil {
 		a.shutdown()

@@ -6,7 +6,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/cgroup"
 	"github.com/pluginhost/pluginhost/host/state"
 )
@@ -55,13 +54,4 @@ func sweepCgroups(m *cgroup.Manager, stored []*state.AllocState, logger hclog.Lo
 		}
 		logger.Info("removed a leftover task cgroup", "cgroup", p)
 	}
-}
-
-// containmentInfo is /v1/agent/self's view of m.
-func containmentInfo(m *cgroup.Manager) *api.Containment {
-	if m == nil {
-		return &api.Containment{Reason: "cgroups are not in use"}
-	}
-	i := m.Info()
-	return &api.Containment{CgroupVersion: i.Version, CgroupParent: i.Parent, Controllers: i.Controllers, Reason: i.Reason}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/pluginhost/pluginhost/host/apiconv"
 	"github.com/pluginhost/pluginhost/host/cgroup"
 )
 
@@ -16,14 +17,14 @@ func TestContainmentWarningsWhenDisabled(t *testing.T) {
 	if m.Enabled() {
 		t.Fatal("a v1 setup without a memory hierarchy was enabled")
 	}
-	w := containmentWarnings(m)
+	w := m.Warnings()
 	if len(w) != 1 || !strings.Contains(w[0], "not enforced") || !strings.Contains(w[0], m.Reason()) {
 		t.Fatalf("warnings %q, want one naming the reason %q", w, m.Reason())
 	}
-	if info := containmentInfo(m); info.CgroupVersion != 0 || info.Reason == "" {
+	if info := apiconv.Containment(m); info.CgroupVersion != 0 || info.Reason == "" {
 		t.Fatalf("agent self containment %+v", info)
 	}
-	if w := containmentWarnings(nil); w != nil {
+	if w := (*cgroup.Manager)(nil).Warnings(); w != nil {
 		t.Fatalf("no manager: %q", w)
 	}
 }

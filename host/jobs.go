@@ -4,16 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/apiconv"
-	"github.com/pluginhost/pluginhost/host/cgroup"
 	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
@@ -35,7 +30,7 @@ func (a *Agent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterR
 	if err := jobspec.Validate(job); err != nil {
 		return nil, &api.FieldError{Field: "Job", Err: err}
 	}
-	if !datacenterMatches(a.cfg.Datacenter, job.Datacenters) {
+	if !jobs.DatacenterMatches(a.cfg.Datacenter, job.Datacenters) {
 		return nil, &api.FieldError{Field: "Datacenters", Err: fmt.Errorf(
 			"this agent is in datacenter %q, the job asks for %s", a.cfg.Datacenter, strings.Join(job.Datacenters, ", "))}
 	}
@@ -53,58 +48,7 @@ func (a *Agent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterR
 		return nil, err
 	}
 	return &api.JobRegisterResponse{JobID: job.ID, Version: res.Job.Version, AllocIDs: ids,
-		Warnings: append(JobWarnings(job), containmentWarnings(a.cgroups)...)}, nil
-}
-
-// JobWarnings are what the agent accepts but runs differently from Nomad,
-// said at submission rather than discovered later.
-func JobWarnings(job *jobspec.Job) []string {
-	out := jobspec.NomadWarnings(job)
-	for _, g := range job.TaskGroups {
-		if u := g.Update; u != nil && u.MaxParallel > 0 && u.MaxParallel < g.Count {
-			out = append(out, fmt.Sprintf("group %q: update.max_parallel = %d is not followed: pluginhost starts all %d new allocations at once and stops the old ones when all are healthy",
-				g.Name, u.MaxParallel, g.Count))
-		}
-	}
-	return out
-}
-
-// containmentWarnings say, at every job run and validate, that this
-// machine cannot enforce a job's resources: the job would behave otherwise
-// under Nomad, which kills a task past its memory.
-func containmentWarnings(m *cgroup.Manager) []string {
-	if m == nil || m.Enabled() {
-		return nil
-	}
-	return []string{"resources are not enforced and a stop kills only each task's process group: cgroups cannot be used on this machine (" + m.Reason() + ")"}
-}
-
-// ContainmentWarnings is containmentWarnings for this machine as the CLI
-// sees it (job validate runs without an agent).
-func ContainmentWarnings() []string {
-	return containmentWarnings(cgroup.Detect(hclog.NewNullLogger(), cgroup.Options{}))
-}
-
-// JobNotes say where pluginhost does more than Nomad with this job, for
-// `job validate`: behaviour a Nomad user would not assume.
-func JobNotes(job *jobspec.Job) []string {
-	var out []string
-	for _, g := range job.TaskGroups {
-		for _, t := range g.Tasks {
-			for _, vm := range t.VolumeMounts {
-				where := vm.Destination
-				if !filepath.IsAbs(where) {
-					where = "<task dir>/" + where
-				}
-				out = append(out, fmt.Sprintf("group %q task %q: volume %q is bind-mounted at %s in a mount namespace of the task's own, before it starts (as Nomad's exec driver mounts it inside the task's chroot)",
-					g.Name, t.Name, vm.Volume, where))
-			}
-			if note := jobspec.GoPluginNote(t); note != "" {
-				out = append(out, fmt.Sprintf("group %q: %s", g.Name, note))
-			}
-		}
-	}
-	return out
+		Warnings: append(jobs.Warnings(job), a.cgroups.Warnings()...)}, nil
 }
 
 // StopJob records that no allocation of the job should run (and, with
@@ -186,19 +130,6 @@ func (a *Agent) JobVersions(ctx context.Context, jobID string) ([]*api.Job, erro
 		out = append(out, j)
 	}
 	return out, nil
-}
-
-// datacenterMatches applies Nomad's datacenter globs to this agent's.
-func datacenterMatches(dc string, patterns []string) bool {
-	if len(patterns) == 0 {
-		return true
-	}
-	for _, p := range patterns {
-		if ok, err := path.Match(p, dc); err == nil && ok {
-			return true
-		}
-	}
-	return false
 }
 
 // Jobs lists every job the agent has a record of.

@@ -91,7 +91,7 @@ func (a *Agent) Self(ctx context.Context) (*api.AgentSelf, error) {
 	return &api.AgentSelf{
 		Version: Version, NodeName: a.cfg.NodeName, DataDir: a.cfg.DataDir, Addr: a.Addr(),
 		Ready: a.ready.Load(), StartTime: a.startTime,
-		Containment: containmentInfo(a.cgroups),
+		Containment: apiconv.Containment(a.cgroups),
 	}, nil
 }
 

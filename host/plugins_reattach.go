@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/apiconv"
 	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
@@ -22,27 +22,7 @@ func (a *Agent) PluginReattach(_ context.Context, pluginType, name string) (*api
 	if !ok {
 		return nil, fmt.Errorf("no active instance: %w", api.ErrNotFound)
 	}
-	proto := p.Options[csiplugin.OptionGoPluginProtocol]
-	if proto == "" || p.ConnectionInfo == nil {
-		return nil, fmt.Errorf("active instance %s is not a go-plugin plugin of a type other than CSI's (no reattach record): %w", p.AllocID, api.ErrNotFound)
-	}
-	version, err := strconv.Atoi(p.Options[csiplugin.OptionGoPluginProtocolVersion])
-	if err != nil {
-		return nil, fmt.Errorf("registration of %s: protocol version %q: %w", p.AllocID, p.Options[csiplugin.OptionGoPluginProtocolVersion], err)
-	}
-	pid, err := strconv.Atoi(p.Options[csiplugin.OptionGoPluginPid])
-	if err != nil {
-		return nil, fmt.Errorf("registration of %s: pid %q: %w", p.AllocID, p.Options[csiplugin.OptionGoPluginPid], err)
-	}
-	network, addr := "unix", p.ConnectionInfo.SocketPath
-	if a, ok := strings.CutPrefix(addr, dynamic.TCPPrefix); ok {
-		network, addr = "tcp", a
-	}
-	return &api.PluginReattach{
-		Type: pluginType, Name: name, AllocID: p.AllocID,
-		Protocol: proto, ProtocolVersion: version,
-		Network: network, Addr: addr, Pid: pid,
-	}, nil
+	return apiconv.PluginReattach(pluginType, name, p)
 }
 
 // HoldBroker implements api.BrokerBackend. A consumer holds the lease while
@@ -54,7 +34,7 @@ func (a *Agent) PluginReattach(_ context.Context, pluginType, name string) (*api
 // task's "Restart Signaled" event. Nothing happens if the agent is
 // stopping, or if the instance is no longer the launch the lease was for.
 func (a *Agent) HoldBroker(ctx context.Context, pluginType, name, allocID string, pid int, held func()) error {
-	if !a.isLaunch(pluginType, name, allocID, pid) {
+	if !isLaunch(a.registry, pluginType, name, allocID, pid) {
 		return fmt.Errorf("no registration of this launch (pid %d): %w", pid, api.ErrNotFound)
 	}
 	a.mu.Lock()
@@ -68,7 +48,7 @@ func (a *Agent) HoldBroker(ctx context.Context, pluginType, name, allocID string
 	case <-ctx.Done():
 	case <-runCtx.Done():
 	}
-	if runCtx.Err() != nil || !a.isLaunch(pluginType, name, allocID, pid) {
+	if runCtx.Err() != nil || !isLaunch(a.registry, pluginType, name, allocID, pid) {
 		return nil
 	}
 	for _, d := range declaredGeneric(a.jobs)[genericKey(pluginType, name)] {
@@ -91,7 +71,7 @@ func (a *Agent) HoldBroker(ctx context.Context, pluginType, name, allocID string
 
 // isLaunch reports whether allocID's registration of the plugin is the
 // launch with pid.
-func (a *Agent) isLaunch(pluginType, name, allocID string, pid int) bool {
-	p, ok := a.registry.ForAlloc(pluginType, name, allocID)
+func isLaunch(reg *dynamic.Registry, pluginType, name, allocID string, pid int) bool {
+	p, ok := reg.ForAlloc(pluginType, name, allocID)
 	return ok && p.Options[csiplugin.OptionGoPluginPid] == strconv.Itoa(pid)
 }

@@ -139,7 +139,7 @@ func TestReattachFollowerFollowsActiveInstance(t *testing.T) {
 	for _, bin := range kvBins {
 		t.Run(bin, func(t *testing.T) {
 			e := startResolverEnv(t)
-			e.a.follower.follow(kvType)
+			e.a.follower.Follow(kvType)
 			a, b := e.launchKV(t, bin, "a"), e.launchKV(t, bin, "b")
 			f := api.FollowReattach(e.client, kvType, "main", kvBase)
 			defer f.Close()
@@ -188,7 +188,7 @@ func BenchmarkReattachCall(b *testing.B) {
 	for _, bin := range kvBins {
 		b.Run(bin, func(b *testing.B) {
 			e := startResolverEnv(b)
-			e.a.follower.follow(kvType)
+			e.a.follower.Follow(kvType)
 			in := e.launchKV(b, bin, "a")
 			e.registerKV(b, in)
 			f := api.FollowReattach(e.client, kvType, "main", kvBase)
@@ -239,7 +239,7 @@ func BenchmarkReattachFailover(b *testing.B) {
 	for _, bin := range kvBins {
 		b.Run(bin, func(b *testing.B) {
 			e := startResolverEnv(b)
-			e.a.follower.follow(kvType)
+			e.a.follower.Follow(kvType)
 			ins := map[string]*kvInstance{"a": e.launchKV(b, bin, "a"), "b": e.launchKV(b, bin, "b")}
 			e.registerKV(b, ins["a"])
 			e.registerKV(b, ins["b"])

@@ -104,7 +104,7 @@ func startResolverEnv(tb testing.TB) *resolverEnv {
 	if err != nil {
 		tb.Fatalf("agent never became ready: %v", err)
 	}
-	a.follower.follow(echoType)
+	a.follower.Follow(echoType)
 	return &resolverEnv{a: a, client: client, dir: dir, socks: map[string]string{}}
 }
 

@@ -73,7 +73,7 @@ func (a *Agent) taskUsage() []metrics.TaskUsage {
 		for task, s := range samples {
 			out = append(out, metrics.TaskUsage{
 				AllocID: r.ID(), Job: al.JobID, Group: al.TaskGroup, Task: task,
-				Stats: s, TotalTicks: a.ticks(s.CPUPercent),
+				Stats: s, TotalTicks: a.cpu.Ticks(s.CPUPercent),
 			})
 		}
 	}

@@ -3,7 +3,10 @@ package main
 import (
 	"fmt"
 
-	"github.com/pluginhost/pluginhost/host"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/pluginhost/pluginhost/host/cgroup"
+	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
 
@@ -48,10 +51,10 @@ func (c *JobValidateCommand) Run(args []string) int {
 		return 1
 	}
 	c.Ui.Output(fmt.Sprintf("Job validation successful: job %q (%s), %d group(s)", job.ID, job.Type, len(job.TaskGroups)))
-	for _, w := range append(host.JobWarnings(job), host.ContainmentWarnings()...) {
+	for _, w := range append(jobs.Warnings(job), cgroup.Detect(hclog.NewNullLogger(), cgroup.Options{}).Warnings()...) {
 		c.Ui.Warn("Warning: " + w)
 	}
-	for _, n := range host.JobNotes(job) {
+	for _, n := range jobs.Notes(job) {
 		c.Ui.Output("Note: " + n)
 	}
 	return 0

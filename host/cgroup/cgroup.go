@@ -563,3 +563,14 @@ func checkName(name string) error {
 	}
 	return nil
 }
+
+// Warnings say, at every job run and validate, that this machine cannot
+// enforce a job's resources: the job would behave otherwise under Nomad,
+// which kills a task past its memory. None when cgroups are in use (or m
+// is nil: nobody asked).
+func (m *Manager) Warnings() []string {
+	if m == nil || m.Enabled() {
+		return nil
+	}
+	return []string{"resources are not enforced and a stop kills only each task's process group: cgroups cannot be used on this machine (" + m.Reason() + ")"}
+}

@@ -1,4 +1,4 @@
-package host
+package cgroup
 
 import "testing"
 
@@ -12,7 +12,7 @@ func TestCPUInfoMHz(t *testing.T) {
 	if got := cpuinfoMHz([]byte("processor\t: 0\nBogoMIPS\t: 48.00\n")); got != 0 {
 		t.Errorf("cpuinfoMHz without a clock = %v, want 0", got)
 	}
-	if mhz, cores := cpuFingerprint(); cores < 1 || mhz < 0 {
-		t.Errorf("cpuFingerprint = %v MHz, %d cores", mhz, cores)
+	if m := DetectMachine(); m.Cores < 1 || m.MHz < 0 {
+		t.Errorf("DetectMachine = %+v", m)
 	}
 }

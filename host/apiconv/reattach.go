@@ -1,0 +1,38 @@
+package apiconv
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pluginhost/pluginhost/dynamic"
+	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/csiplugin"
+)
+
+// PluginReattach is go-plugin's reattach record of p, the active instance
+// of pluginType/name, from the options its supervision registered with it
+// (the task's handle at launch or re-adoption).
+func PluginReattach(pluginType, name string, p *dynamic.PluginInfo) (*api.PluginReattach, error) {
+	proto := p.Options[csiplugin.OptionGoPluginProtocol]
+	if proto == "" || p.ConnectionInfo == nil {
+		return nil, fmt.Errorf("active instance %s is not a go-plugin plugin of a type other than CSI's (no reattach record): %w", p.AllocID, api.ErrNotFound)
+	}
+	version, err := strconv.Atoi(p.Options[csiplugin.OptionGoPluginProtocolVersion])
+	if err != nil {
+		return nil, fmt.Errorf("registration of %s: protocol version %q: %w", p.AllocID, p.Options[csiplugin.OptionGoPluginProtocolVersion], err)
+	}
+	pid, err := strconv.Atoi(p.Options[csiplugin.OptionGoPluginPid])
+	if err != nil {
+		return nil, fmt.Errorf("registration of %s: pid %q: %w", p.AllocID, p.Options[csiplugin.OptionGoPluginPid], err)
+	}
+	network, addr := "unix", p.ConnectionInfo.SocketPath
+	if a, ok := strings.CutPrefix(addr, dynamic.TCPPrefix); ok {
+		network, addr = "tcp", a
+	}
+	return &api.PluginReattach{
+		Type: pluginType, Name: name, AllocID: p.AllocID,
+		Protocol: proto, ProtocolVersion: version,
+		Network: network, Addr: addr, Pid: pid,
+	}, nil
+}
