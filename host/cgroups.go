@@ -6,7 +6,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/cgroup"
 	"github.com/pluginhost/pluginhost/host/state"
 )

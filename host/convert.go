@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
 	"github.com/pluginhost/pluginhost/host/taskrunner"

@@ -4,10 +4,11 @@ import (
 	"context"
 	"sort"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/csi/plugins"
 	"github.com/pluginhost/pluginhost/dynamic"
-	"github.com/pluginhost/pluginhost/host/api"
+	apiserver "github.com/pluginhost/pluginhost/host/api"
 )
 
 // Plugins lists the CSI plugins the manager knows.
@@ -140,4 +141,4 @@ func (a *Agent) Addr() string {
 	return a.addr
 }
 
-var _ api.Backend = (*Agent)(nil)
+var _ apiserver.Backend = (*Agent)(nil)

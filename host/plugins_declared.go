@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"

@@ -6,12 +6,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/dynamic"
-	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/csiplugin"
 )
 
-// PluginReattach implements api.ReattachBackend: go-plugin's reattach record
+// PluginReattach implements host/api.ReattachBackend: go-plugin's reattach record
 // of a plugin's active instance, from the options its supervision
 // registered with it (the task's handle at launch or re-adoption). The
 // registry is the truth about which instance is active, so the answer and
@@ -44,7 +44,7 @@ func (a *Agent) PluginReattach(_ context.Context, pluginType, name string) (*api
 	}, nil
 }
 
-// HoldBroker implements api.BrokerBackend. A consumer holds the lease while
+// HoldBroker implements host/api.BrokerBackend. A consumer holds the lease while
 // its go-plugin broker stream to the instance is open; when the lease ends
 // (the stream ended, or the consumer's process exited) go-plugin's broker in
 // the plugin is closed for good (v1.8's gRPCBrokerServer.StartStream defers

@@ -8,8 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/dynamic"
-	"github.com/pluginhost/pluginhost/host/api"
+	apiserver "github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
 
@@ -103,7 +104,7 @@ func pluginInstance(p *dynamic.PluginInfo, active bool) *api.PluginInstance {
 	return inst
 }
 
-// RegisteredPlugins implements api.RegistryBackend: the registered
+// RegisteredPlugins implements apiserver.RegistryBackend: the registered
 // plugins of every type (or of pluginType), then the plugins of other
 // types than CSI's that allocations declare and nobody registered yet.
 func (a *Agent) RegisteredPlugins(_ context.Context, pluginType string) ([]*api.PluginListStub, error) {
@@ -157,7 +158,7 @@ func (a *Agent) RegisteredPlugins(_ context.Context, pluginType string) ([]*api.
 	return out, nil
 }
 
-// RegisteredPlugin implements api.RegistryBackend: a plugin is there once
+// RegisteredPlugin implements apiserver.RegistryBackend: a plugin is there once
 // registered or, for types other than CSI's, declared by an allocation
 // that should run; the declaring allocations that have not registered it
 // are Waiting, with why.
@@ -282,4 +283,4 @@ func genericPluginType(t *jobspec.Task) string {
 	return ""
 }
 
-var _ api.RegistryBackend = (*Agent)(nil)
+var _ apiserver.RegistryBackend = (*Agent)(nil)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/state"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 	"github.com/pluginhost/pluginhost/internal/reconcile"

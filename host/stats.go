@@ -10,12 +10,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/cgroup"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
 
-// AllocStats implements api.Backend: a sample of the cgroup of every
+// AllocStats implements host/api.Backend: a sample of the cgroup of every
 // running task of the allocation.
 func (a *Agent) AllocStats(_ context.Context, id string) (*api.AllocResourceUsage, error) {
 	e, err := a.lookupAlloc(id)

@@ -4,8 +4,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/csi/volumes"
-	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/volumespec"
 )
 

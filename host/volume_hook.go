@@ -7,8 +7,9 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/csi/volumes"
-	"github.com/pluginhost/pluginhost/host/api"
+	apiserver "github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/nsexec"
 	"github.com/pluginhost/pluginhost/host/state"
@@ -86,7 +87,7 @@ func (a *Agent) checkClaims(job *jobspec.Job) error {
 	if err == nil {
 		return nil
 	}
-	return &api.FieldError{Field: "Job.TaskGroups.Volumes", Err: err}
+	return &apiserver.FieldError{Field: "Job.TaskGroups.Volumes", Err: err}
 }
 
 // allocJob returns the job of a tracked allocation, "" if unknown.

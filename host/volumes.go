@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/csi/volumes"
-	"github.com/pluginhost/pluginhost/host/api"
+	apiserver "github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/volumespec"
 )
 
@@ -15,12 +16,12 @@ import (
 // validator, volumespec, for files and JSON alike), then handed to the CSI
 // volume manager, which records the intent and reconciles it.
 
-// CreateVolume implements api.Backend.
+// CreateVolume implements apiserver.Backend.
 func (a *Agent) CreateVolume(ctx context.Context, req *api.CSIVolumeRegisterRequest) (*api.CSIVolumeRegisterResponse, error) {
 	return a.volumeRequest(req, volumes.OriginCreated)
 }
 
-// RegisterVolume implements api.Backend.
+// RegisterVolume implements apiserver.Backend.
 func (a *Agent) RegisterVolume(ctx context.Context, req *api.CSIVolumeRegisterRequest) (*api.CSIVolumeRegisterResponse, error) {
 	return a.volumeRequest(req, volumes.OriginRegistered)
 }
@@ -31,7 +32,7 @@ func (a *Agent) volumeRequest(req *api.CSIVolumeRegisterRequest, origin volumes.
 		return nil, err
 	}
 	if req.PathID != "" && spec.ID != req.PathID {
-		return nil, &api.FieldError{Field: "ID", Err: fmt.Errorf("the file describes volume %q, the request is for %q", spec.ID, req.PathID)}
+		return nil, &apiserver.FieldError{Field: "ID", Err: fmt.Errorf("the file describes volume %q, the request is for %q", spec.ID, req.PathID)}
 	}
 	v := csiVolume(spec)
 	var rec *volumes.Volume
@@ -60,14 +61,14 @@ func volumeSpec(req *api.CSIVolumeRegisterRequest, origin volumes.VolumeOrigin) 
 		}
 		spec, err := volumespec.ParseFor([]byte(req.Source), name, op)
 		if err != nil {
-			return nil, &api.FieldError{Field: "Source", Err: err}
+			return nil, &apiserver.FieldError{Field: "Source", Err: err}
 		}
 		return spec, nil
 	}
 	spec := specFromAPI(req.Volumes[0])
 	volumespec.Canonicalize(spec)
 	if err := volumespec.ValidateFor(spec, op); err != nil {
-		return nil, &api.FieldError{Field: "Volumes[0]", Err: err}
+		return nil, &apiserver.FieldError{Field: "Volumes[0]", Err: err}
 	}
 	return spec, nil
 }
@@ -78,9 +79,9 @@ func volumeError(err error) error {
 	var ce *volumes.ClaimError
 	switch {
 	case errors.As(err, &re):
-		return &api.FieldError{Field: re.Field, Err: re.Err}
+		return &apiserver.FieldError{Field: re.Field, Err: re.Err}
 	case errors.As(err, &ce):
-		return &api.FieldError{Field: ce.Field, Err: ce}
+		return &apiserver.FieldError{Field: ce.Field, Err: ce}
 	case errors.Is(err, volumes.ErrVolumeNotFound):
 		// The caller names the volume; the store's path means nothing
 		// to a user.
@@ -89,7 +90,7 @@ func volumeError(err error) error {
 	return err
 }
 
-// DeleteVolume implements api.Backend.
+// DeleteVolume implements apiserver.Backend.
 func (a *Agent) DeleteVolume(ctx context.Context, id string) (*api.CSIVolume, error) {
 	v, err := a.volumes.Delete(id)
 	if err != nil {
@@ -98,7 +99,7 @@ func (a *Agent) DeleteVolume(ctx context.Context, id string) (*api.CSIVolume, er
 	return a.apiVolume(v), nil
 }
 
-// DeregisterVolume implements api.Backend. With force, the claims of
+// DeregisterVolume implements apiserver.Backend. With force, the claims of
 // allocations that ended are released first (Nomad's -force); a running
 // allocation's claim refuses it either way.
 func (a *Agent) DeregisterVolume(ctx context.Context, id string, force bool) (*api.CSIVolume, error) {
@@ -113,7 +114,7 @@ func (a *Agent) DeregisterVolume(ctx context.Context, id string, force bool) (*a
 	return a.apiVolume(v), nil
 }
 
-// DetachVolume implements api.Backend.
+// DetachVolume implements apiserver.Backend.
 func (a *Agent) DetachVolume(ctx context.Context, id string) (*api.CSIVolume, error) {
 	if _, err := a.volumes.Detach(id); err != nil {
 		return nil, volumeError(err)
@@ -125,7 +126,7 @@ func (a *Agent) DetachVolume(ctx context.Context, id string) (*api.CSIVolume, er
 	return a.apiVolume(v), nil
 }
 
-// Volume implements api.Backend.
+// Volume implements apiserver.Backend.
 func (a *Agent) Volume(ctx context.Context, id string) (*api.CSIVolume, error) {
 	v, err := a.volumes.Volume(id)
 	if err != nil {
@@ -134,7 +135,7 @@ func (a *Agent) Volume(ctx context.Context, id string) (*api.CSIVolume, error) {
 	return a.apiVolume(v), nil
 }
 
-// Volumes implements api.Backend.
+// Volumes implements apiserver.Backend.
 func (a *Agent) Volumes(ctx context.Context, pluginID string) ([]*api.CSIVolumeListStub, error) {
 	vols, err := a.volumes.Volumes()
 	if err != nil {
@@ -157,7 +158,7 @@ func (a *Agent) Volumes(ctx context.Context, pluginID string) ([]*api.CSIVolumeL
 	return out, nil
 }
 
-// ExternalVolumes implements api.Backend.
+// ExternalVolumes implements apiserver.Backend.
 func (a *Agent) ExternalVolumes(ctx context.Context, pluginID string) ([]*api.CSIVolumeExternalStub, error) {
 	vols, err := a.volumes.ExternalVolumes(ctx, pluginID)
 	if err != nil {
@@ -171,7 +172,7 @@ func (a *Agent) ExternalVolumes(ctx context.Context, pluginID string) ([]*api.CS
 	return out, nil
 }
 
-// CreateSnapshot implements api.Backend.
+// CreateSnapshot implements apiserver.Backend.
 func (a *Agent) CreateSnapshot(ctx context.Context, volumeID, name string) (*api.CSISnapshot, error) {
 	s, err := a.volumes.CreateSnapshot(ctx, volumeID, name)
 	if err != nil {
@@ -180,12 +181,12 @@ func (a *Agent) CreateSnapshot(ctx context.Context, volumeID, name string) (*api
 	return apiSnapshot(s), nil
 }
 
-// DeleteSnapshot implements api.Backend.
+// DeleteSnapshot implements apiserver.Backend.
 func (a *Agent) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string) error {
 	return volumeError(a.volumes.DeleteSnapshot(ctx, pluginID, snapshotID))
 }
 
-// ListSnapshots implements api.Backend.
+// ListSnapshots implements apiserver.Backend.
 func (a *Agent) ListSnapshots(ctx context.Context, pluginID string) ([]*api.CSISnapshot, error) {
 	snaps, err := a.volumes.ListSnapshots(ctx, pluginID)
 	if err != nil {
