@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // Benchmarks of containment (issue 18): what a task's cgroup costs a

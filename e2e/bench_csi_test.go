@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/internal/baseline"
 	"github.com/pluginhost/pluginhost/internal/testbin"
 )

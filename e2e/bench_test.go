@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // BenchmarkJobRunToRunning measures `job run` → task running through the

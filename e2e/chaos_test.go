@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // The chaos test's knobs. They are registered for the whole package so that

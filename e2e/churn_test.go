@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // churnMeasure runs TestChurnResources, which takes about 2.5 minutes and

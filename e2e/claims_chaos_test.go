@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // TestVolumeClaimChaos kills the agent with SIGKILL at random moments while

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // Volume claim tests: jobs whose groups claim CSI volumes, with mockcsi

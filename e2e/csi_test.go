@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // csiConfig makes the CSI manager fingerprint every second, so that health

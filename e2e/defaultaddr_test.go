@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // TestDefaultAddress: an agent whose config has no addr listens where the

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // TestFinalStateIsPublished checks that a watcher of the event stream

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // TestGCCollectsReplacedAllocations: with gc_max_allocs = 3, a job updated

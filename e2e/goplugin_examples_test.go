@@ -17,7 +17,7 @@ import (
 	kvshared "github.com/hashicorp/go-plugin/examples/grpc/shared"
 	streamshared "github.com/hashicorp/go-plugin/examples/streaming/shared"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/internal/testbin"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // jobConverged waits until the job's allocations that should run are

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // restartPolicy is a quick, patient policy for tests that kill tasks.

@@ -17,7 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
+	apiserver "github.com/pluginhost/pluginhost/host/api"
 )
 
 // tcpAgent is an agent on loopback TCP whose user's home is a directory of
@@ -151,7 +152,7 @@ func TestTCPLetsInOnlyWhoBelongs(t *testing.T) {
 	port := a.addr[strings.LastIndex(a.addr, ":")+1:]
 	tokPath := filepath.Join(a.home, ".config", "pluginhost", "tokens", a.addr)
 	for p, want := range map[string]os.FileMode{tokPath: 0o600, filepath.Dir(tokPath): 0o700,
-		filepath.Join(e.dataDir, api.TokenFileName): 0o600} {
+		filepath.Join(e.dataDir, apiserver.TokenFileName): 0o600} {
 		if st, err := os.Stat(p); err != nil || st.Mode().Perm() != want {
 			t.Errorf("%s: %v, %v; want mode %v", p, st.Mode(), err, want)
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // hog20 holds a 20 MB string in its shell for as long as it runs.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // pluginSampler asks for a plugin's status every 20 ms and counts the

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/volumespec"
 )
 

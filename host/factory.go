@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/pluginhost/pluginhost/csi/volumes"
-	"github.com/pluginhost/pluginhost/host/api"
+	apiserver "github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/csihook"
 	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/jobspec"
@@ -31,7 +31,7 @@ type allocFactory struct {
 // first, as every writer of a volume record does before the store's.
 func (f *allocFactory) Submit(job *jobspec.Job) (*state.SubmitResult, []jobs.Runner, error) {
 	if err := csihook.Check(f.volumes, job, func(id string) bool { return f.jobOf(id) == job.ID }); err != nil {
-		return nil, nil, &api.FieldError{Field: "Job.TaskGroups.Volumes", Err: err}
+		return nil, nil, &apiserver.FieldError{Field: "Job.TaskGroups.Volumes", Err: err}
 	}
 	var (
 		res     *state.SubmitResult

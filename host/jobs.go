@@ -7,7 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
+	apiserver "github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/apiconv"
 	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/jobspec"
@@ -22,23 +23,23 @@ import (
 // always converges to the file.
 func (a *Agent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterResponse, error) {
 	if job == nil || job.ID == "" {
-		return nil, &api.FieldError{Field: "Job", Err: errors.New("a job with an ID is required")}
+		return nil, &apiserver.FieldError{Field: "Job", Err: errors.New("a job with an ID is required")}
 	}
 	// The API and the job file parser have validated it already; this is
 	// for every other caller of the Backend, so that nothing reaches the
 	// state store or the task runner's paths unchecked.
 	if err := jobspec.Validate(job); err != nil {
-		return nil, &api.FieldError{Field: "Job", Err: err}
+		return nil, &apiserver.FieldError{Field: "Job", Err: err}
 	}
 	if !jobs.DatacenterMatches(a.cfg.Datacenter, job.Datacenters) {
-		return nil, &api.FieldError{Field: "Datacenters", Err: fmt.Errorf(
+		return nil, &apiserver.FieldError{Field: "Datacenters", Err: fmt.Errorf(
 			"this agent is in datacenter %q, the job asks for %s", a.cfg.Datacenter, strings.Join(job.Datacenters, ", "))}
 	}
 	// Users and capabilities are this machine's: refused now, naming the
 	// task and field, rather than as a driver failure after the job is
 	// recorded (Nomad finds them only when the task starts).
 	if err := jobspec.CheckHost(job, a.cfg.HostPolicy()); err != nil {
-		return nil, &api.FieldError{Field: "Job", Err: err}
+		return nil, &apiserver.FieldError{Field: "Job", Err: err}
 	}
 	// The claim check and the commit happen under the reconciler's lock
 	// (allocFactory.Submit), so that two submissions cannot both take a
@@ -94,7 +95,7 @@ func (a *Agent) RevertJob(ctx context.Context, jobID string, version uint64) (*a
 		return nil, err
 	}
 	if version == js.Job.Version {
-		return nil, &api.FieldError{Field: "JobVersion", Err: fmt.Errorf("version %d is the current version of job %q", version, jobID)}
+		return nil, &apiserver.FieldError{Field: "JobVersion", Err: fmt.Errorf("version %d is the current version of job %q", version, jobID)}
 	}
 	versions, err := a.db.JobVersions(jobID)
 	if err != nil {
@@ -105,7 +106,7 @@ func (a *Agent) RevertJob(ctx context.Context, jobID string, version uint64) (*a
 			return a.RunJob(ctx, v.Job)
 		}
 	}
-	return nil, &api.FieldError{Field: "JobVersion", Err: fmt.Errorf(
+	return nil, &apiserver.FieldError{Field: "JobVersion", Err: fmt.Errorf(
 		"job %q has no version %d (the last %d versions are kept)", jobID, version, state.MaxJobVersions)}
 }
 
@@ -201,7 +202,7 @@ func (a *Agent) Alloc(ctx context.Context, id string) (*api.Allocation, error) {
 
 func lookupAlloc(r *jobs.Reconciler, prefix string) (jobs.Runner, error) {
 	if prefix == "" {
-		return nil, &api.FieldError{Field: "AllocID", Err: errors.New("an allocation ID or prefix is required")}
+		return nil, &apiserver.FieldError{Field: "AllocID", Err: errors.New("an allocation ID or prefix is required")}
 	}
 	switch ids := r.Matching(prefix); len(ids) {
 	case 0:
@@ -216,6 +217,6 @@ func lookupAlloc(r *jobs.Reconciler, prefix string) (jobs.Runner, error) {
 		// Forgotten since it was matched.
 		return nil, fmt.Errorf("allocation %q: %w", prefix, api.ErrNotFound)
 	default:
-		return nil, &api.AmbiguousError{Prefix: prefix, Matches: ids}
+		return nil, &apiserver.AmbiguousError{Prefix: prefix, Matches: ids}
 	}
 }

@@ -9,7 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
+	apiserver "github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/logmon"
 	"github.com/pluginhost/pluginhost/host/state"
@@ -36,7 +37,7 @@ func (a *Agent) AllocLogs(ctx context.Context, allocID, task string, stderr, fol
 			for i, t := range snap.Tasks {
 				names[i] = t.Name
 			}
-			return &api.FieldError{Field: "task", Err: fmt.Errorf("the allocation has several tasks, name one of %s", strings.Join(names, ", "))}
+			return &apiserver.FieldError{Field: "task", Err: fmt.Errorf("the allocation has several tasks, name one of %s", strings.Join(names, ", "))}
 		}
 		task = snap.Tasks[0].Name
 	}

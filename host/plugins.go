@@ -4,8 +4,9 @@ import (
 	"context"
 	"sort"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/dynamic"
-	"github.com/pluginhost/pluginhost/host/api"
+	apiserver "github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/apiconv"
 )
 
@@ -109,4 +110,4 @@ func (a *Agent) Addr() string {
 	return a.addr
 }
 
-var _ api.Backend = (*Agent)(nil)
+var _ apiserver.Backend = (*Agent)(nil)

@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/dynamic"
-	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/apiconv"
 	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
 
-// PluginReattach implements api.ReattachBackend: go-plugin's reattach record
+// PluginReattach implements apiserver.ReattachBackend: go-plugin's reattach record
 // of a plugin's active instance, from the options its supervision
 // registered with it (the task's handle at launch or re-adoption). The
 // registry is the truth about which instance is active, so the answer and
@@ -25,7 +25,7 @@ func (a *Agent) PluginReattach(_ context.Context, pluginType, name string) (*api
 	return apiconv.PluginReattach(pluginType, name, p)
 }
 
-// HoldBroker implements api.BrokerBackend. A consumer holds the lease while
+// HoldBroker implements apiserver.BrokerBackend. A consumer holds the lease while
 // its go-plugin broker stream to the instance is open; when the lease ends
 // (the stream ended, or the consumer's process exited) go-plugin's broker in
 // the plugin is closed for good (v1.8's gRPCBrokerServer.StartStream defers

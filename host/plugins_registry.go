@@ -6,15 +6,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/csi/plugins"
 	"github.com/pluginhost/pluginhost/dynamic"
-	"github.com/pluginhost/pluginhost/host/api"
+	apiserver "github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/apiconv"
 	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
 
-// RegisteredPlugins implements api.RegistryBackend: the registered
+// RegisteredPlugins implements apiserver.RegistryBackend: the registered
 // plugins of every type (or of pluginType), then the plugins of other
 // types than CSI's that allocations declare and nobody registered yet.
 func (a *Agent) RegisteredPlugins(_ context.Context, pluginType string) ([]*api.PluginListStub, error) {
@@ -68,7 +69,7 @@ func (a *Agent) RegisteredPlugins(_ context.Context, pluginType string) ([]*api.
 	return out, nil
 }
 
-// RegisteredPlugin implements api.RegistryBackend: a plugin is there once
+// RegisteredPlugin implements apiserver.RegistryBackend: a plugin is there once
 // registered or, for types other than CSI's, declared by an allocation
 // that should run; the declaring allocations that have not registered it
 // are Waiting, with why.
@@ -193,4 +194,4 @@ func genericPluginType(t *jobspec.Task) string {
 	return ""
 }
 
-var _ api.RegistryBackend = (*Agent)(nil)
+var _ apiserver.RegistryBackend = (*Agent)(nil)

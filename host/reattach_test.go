@@ -16,8 +16,8 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	kvshared "github.com/hashicorp/go-plugin/examples/grpc/shared"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/dynamic"
-	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/internal/testbin"
 )

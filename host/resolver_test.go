@@ -16,8 +16,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/dynamic"
-	"github.com/pluginhost/pluginhost/host/api"
+	apiserver "github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/config"
 	"github.com/pluginhost/pluginhost/internal/mountinfo"
 	"github.com/pluginhost/pluginhost/sdk"
@@ -68,7 +69,7 @@ func startResolverEnv(tb testing.TB) *resolverEnv {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv, err := api.NewServer(api.ServerConfig{Addr: cfg.Addr, Backend: a, Logger: hclog.NewNullLogger()})
+	srv, err := apiserver.NewServer(apiserver.ServerConfig{Addr: cfg.Addr, Backend: a, Logger: hclog.NewNullLogger()})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package host
 import (
 	"context"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/apiconv"
 	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
@@ -19,7 +19,7 @@ func runnerStats(r jobs.Runner) (map[string]*taskrunner.TaskStats, error) {
 	return ar.Stats()
 }
 
-// AllocStats implements api.Backend: a sample of the cgroup of every
+// AllocStats implements apiserver.Backend: a sample of the cgroup of every
 // running task of the allocation.
 func (a *Agent) AllocStats(_ context.Context, id string) (*api.AllocResourceUsage, error) {
 	r, err := lookupAlloc(a.jobs, id)

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/csi/plugins"
 	"github.com/pluginhost/pluginhost/csi/volumes"
-	"github.com/pluginhost/pluginhost/host/api"
+	apiserver "github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/apiconv"
 )
 
@@ -15,12 +16,12 @@ import (
 // validator, volumespec, for files and JSON alike), then handed to the CSI
 // volume manager, which records the intent and reconciles it.
 
-// CreateVolume implements api.Backend.
+// CreateVolume implements apiserver.Backend.
 func (a *Agent) CreateVolume(ctx context.Context, req *api.CSIVolumeRegisterRequest) (*api.CSIVolumeRegisterResponse, error) {
 	return volumeRequest(a.volumes, a.csi, req, volumes.OriginCreated)
 }
 
-// RegisterVolume implements api.Backend.
+// RegisterVolume implements apiserver.Backend.
 func (a *Agent) RegisterVolume(ctx context.Context, req *api.CSIVolumeRegisterRequest) (*api.CSIVolumeRegisterResponse, error) {
 	return volumeRequest(a.volumes, a.csi, req, volumes.OriginRegistered)
 }
@@ -31,7 +32,7 @@ func volumeRequest(vm *volumes.VolumeManager, mgr *plugins.Manager, req *api.CSI
 		return nil, err
 	}
 	if req.PathID != "" && spec.ID != req.PathID {
-		return nil, &api.FieldError{Field: "ID", Err: fmt.Errorf("the file describes volume %q, the request is for %q", spec.ID, req.PathID)}
+		return nil, &apiserver.FieldError{Field: "ID", Err: fmt.Errorf("the file describes volume %q, the request is for %q", spec.ID, req.PathID)}
 	}
 	v := apiconv.CSIVolume(spec)
 	var rec *volumes.Volume
@@ -46,7 +47,7 @@ func volumeRequest(vm *volumes.VolumeManager, mgr *plugins.Manager, req *api.CSI
 	return &api.CSIVolumeRegisterResponse{Volumes: []*api.CSIVolume{apiVolume(vm, mgr, rec)}}, nil
 }
 
-// DeleteVolume implements api.Backend.
+// DeleteVolume implements apiserver.Backend.
 func (a *Agent) DeleteVolume(ctx context.Context, id string) (*api.CSIVolume, error) {
 	v, err := a.volumes.Delete(id)
 	if err != nil {
@@ -55,7 +56,7 @@ func (a *Agent) DeleteVolume(ctx context.Context, id string) (*api.CSIVolume, er
 	return apiVolume(a.volumes, a.csi, v), nil
 }
 
-// DeregisterVolume implements api.Backend. With force, the claims of
+// DeregisterVolume implements apiserver.Backend. With force, the claims of
 // allocations that ended are released first (Nomad's -force); a running
 // allocation's claim refuses it either way.
 func (a *Agent) DeregisterVolume(ctx context.Context, id string, force bool) (*api.CSIVolume, error) {
@@ -70,7 +71,7 @@ func (a *Agent) DeregisterVolume(ctx context.Context, id string, force bool) (*a
 	return apiVolume(a.volumes, a.csi, v), nil
 }
 
-// DetachVolume implements api.Backend.
+// DetachVolume implements apiserver.Backend.
 func (a *Agent) DetachVolume(ctx context.Context, id string) (*api.CSIVolume, error) {
 	if _, err := a.volumes.Detach(id); err != nil {
 		return nil, apiconv.VolumeError(err)
@@ -82,7 +83,7 @@ func (a *Agent) DetachVolume(ctx context.Context, id string) (*api.CSIVolume, er
 	return apiVolume(a.volumes, a.csi, v), nil
 }
 
-// Volume implements api.Backend.
+// Volume implements apiserver.Backend.
 func (a *Agent) Volume(ctx context.Context, id string) (*api.CSIVolume, error) {
 	v, err := a.volumes.Volume(id)
 	if err != nil {
@@ -91,7 +92,7 @@ func (a *Agent) Volume(ctx context.Context, id string) (*api.CSIVolume, error) {
 	return apiVolume(a.volumes, a.csi, v), nil
 }
 
-// Volumes implements api.Backend.
+// Volumes implements apiserver.Backend.
 func (a *Agent) Volumes(ctx context.Context, pluginID string) ([]*api.CSIVolumeListStub, error) {
 	vols, err := a.volumes.Volumes()
 	if err != nil {
@@ -114,7 +115,7 @@ func (a *Agent) Volumes(ctx context.Context, pluginID string) ([]*api.CSIVolumeL
 	return out, nil
 }
 
-// ExternalVolumes implements api.Backend.
+// ExternalVolumes implements apiserver.Backend.
 func (a *Agent) ExternalVolumes(ctx context.Context, pluginID string) ([]*api.CSIVolumeExternalStub, error) {
 	vols, err := a.volumes.ExternalVolumes(ctx, pluginID)
 	if err != nil {
@@ -128,7 +129,7 @@ func (a *Agent) ExternalVolumes(ctx context.Context, pluginID string) ([]*api.CS
 	return out, nil
 }
 
-// CreateSnapshot implements api.Backend.
+// CreateSnapshot implements apiserver.Backend.
 func (a *Agent) CreateSnapshot(ctx context.Context, volumeID, name string) (*api.CSISnapshot, error) {
 	s, err := a.volumes.CreateSnapshot(ctx, volumeID, name)
 	if err != nil {
@@ -137,12 +138,12 @@ func (a *Agent) CreateSnapshot(ctx context.Context, volumeID, name string) (*api
 	return apiconv.Snapshot(s), nil
 }
 
-// DeleteSnapshot implements api.Backend.
+// DeleteSnapshot implements apiserver.Backend.
 func (a *Agent) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string) error {
 	return apiconv.VolumeError(a.volumes.DeleteSnapshot(ctx, pluginID, snapshotID))
 }
 
-// ListSnapshots implements api.Backend.
+// ListSnapshots implements apiserver.Backend.
 func (a *Agent) ListSnapshots(ctx context.Context, pluginID string) ([]*api.CSISnapshot, error) {
 	snaps, err := a.volumes.ListSnapshots(ctx, pluginID)
 	if err != nil {

@@ -11,9 +11,10 @@ import (
 	"github.com/hashicorp/cli"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/examples"
 	"github.com/pluginhost/pluginhost/host"
-	"github.com/pluginhost/pluginhost/host/api"
+	apiserver "github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/config"
 	"github.com/pluginhost/pluginhost/internal/mountinfo"
 )
@@ -120,7 +121,7 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 	// address: say so before opening the data dir, which then stays
 	// untouched. NewServer checks again, under the socket's lock.
 	if isDefault {
-		if err := api.CheckAddrFree(addr); err != nil {
+		if err := apiserver.CheckAddrFree(addr); err != nil {
 			ui.Error(defaultAddrInUse(addr, cfg, err))
 			return 1
 		}
@@ -141,8 +142,8 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 	}
 	// The tokens exist from the first start on, also for an agent on a
 	// unix socket, so that moving it to TCP later changes no secret.
-	tokens, err := api.OpenTokens(api.TokensConfig{
-		Path:       filepath.Join(cfg.DataDir, api.TokenFileName),
+	tokens, err := apiserver.OpenTokens(apiserver.TokensConfig{
+		Path:       filepath.Join(cfg.DataDir, apiserver.TokenFileName),
 		Management: cfg.ACL.ManagementToken, Read: cfg.ACL.ReadToken,
 	})
 	if err != nil {
@@ -150,13 +151,13 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 		ui.Error(err.Error())
 		return 1
 	}
-	srv, err := api.NewServer(api.ServerConfig{
+	srv, err := apiserver.NewServer(apiserver.ServerConfig{
 		Addr: addr, Backend: agent, Logger: logger,
 		Metrics: agent.Metrics(), EnableDebug: cfg.EnableDebug, Tokens: tokens,
 	})
 	if err != nil {
 		agent.Close()
-		if isDefault && errors.Is(err, api.ErrAddrInUse) {
+		if isDefault && errors.Is(err, apiserver.ErrAddrInUse) {
 			ui.Error(defaultAddrInUse(addr, cfg, err))
 		} else {
 			ui.Error(err.Error())
@@ -198,7 +199,7 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 // publishToken leaves the management token, 0600, where the CLI and the Go
 // client of the user the agent runs as look for it, when the API is on TCP
 // (the unix socket needs none). It returns the file, "" for none.
-func publishToken(tokens *api.Tokens, addr string) (string, error) {
+func publishToken(tokens *apiserver.Tokens, addr string) (string, error) {
 	a, err := api.ParseAddr(addr)
 	if err != nil || a.Network != "tcp" {
 		return "", err

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // alloc status shows each task's resources with what it uses now; -stats

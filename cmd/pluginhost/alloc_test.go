@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/cli"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 func TestAllocStatus(t *testing.T) {

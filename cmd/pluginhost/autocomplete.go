@@ -7,7 +7,7 @@ import (
 	"github.com/hashicorp/cli"
 	"github.com/posener/complete"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // Shell completion (`pluginhost -autocomplete-install`), as Nomad's CLI

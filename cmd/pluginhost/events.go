@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // EventsCommand prints the agent's live event stream.

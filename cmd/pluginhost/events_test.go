@@ -7,7 +7,7 @@ import (
 
 	"github.com/hashicorp/cli"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 func TestEventsCommand(t *testing.T) {

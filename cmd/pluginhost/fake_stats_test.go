@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
-// AllocStats implements api.Backend: every running task uses 12 MHz and
+// AllocStats implements host/api.Backend: every running task uses 12 MHz and
 // 24 MiB, measured as a v1 cgroup measures them (no Swap without swap
 // accounting).
 func (f *fakeAgent) AllocStats(ctx context.Context, id string) (*api.AllocResourceUsage, error) {

@@ -9,11 +9,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
+	apiserver "github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
 
-// fakeAgent is an in-memory api.Backend for the CLI's tests. RunJob plays a
+// fakeAgent is an in-memory apiserver.Backend for the CLI's tests. RunJob plays a
 // short life for every allocation on the event stream: pending, task
 // received, started, running (or, for jobs whose ID starts with "crash", a
 // task that exits 1 and an allocation that fails).
@@ -196,7 +197,7 @@ func (f *fakeAgent) Alloc(ctx context.Context, id string) (*api.Allocation, erro
 	case 1:
 		return f.allocs[matches[0]], nil
 	}
-	return nil, &api.AmbiguousError{Prefix: id, Matches: matches}
+	return nil, &apiserver.AmbiguousError{Prefix: id, Matches: matches}
 }
 
 func (f *fakeAgent) AllocLogs(ctx context.Context, allocID, task string, stderr, follow bool, w io.Writer) error {

@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
+	apiserver "github.com/pluginhost/pluginhost/host/api"
 )
 
 // JobVersions: the fake's jobs have their current version and, when it is
@@ -33,7 +34,7 @@ func (f *fakeAgent) RevertJob(ctx context.Context, id string, version uint64) (*
 		return nil, fmt.Errorf("job %q: %w", id, api.ErrNotFound)
 	}
 	if version >= j.Version {
-		return nil, &api.FieldError{Field: "JobVersion", Err: fmt.Errorf("job %q has no version %d before its current %d", id, version, j.Version)}
+		return nil, &apiserver.FieldError{Field: "JobVersion", Err: fmt.Errorf("job %q has no version %d before its current %d", id, version, j.Version)}
 	}
 	j.Version++
 	f.stopped = append(f.stopped, fmt.Sprintf("%s revert=%d", id, version))

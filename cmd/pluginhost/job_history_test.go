@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 func TestJobHistoryAndRevert(t *testing.T) {

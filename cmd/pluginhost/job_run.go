@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // JobRunCommand submits a job file and, unless -detach, follows it.

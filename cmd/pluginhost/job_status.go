@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // JobStatusCommand lists jobs or shows one.

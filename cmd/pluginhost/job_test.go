@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 const exampleJob = "../../examples/sleep.hcl"

@@ -9,7 +9,8 @@ import (
 
 	"github.com/hashicorp/cli"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
+	apiserver "github.com/pluginhost/pluginhost/host/api"
 )
 
 // startAgent serves a fakeAgent on a real unix socket through the real API
@@ -22,7 +23,7 @@ func startAgent(t *testing.T) (*fakeAgent, string) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	fa := newFakeAgent()
-	srv, err := api.NewServer(api.ServerConfig{Addr: "unix://" + filepath.Join(dir, "api.sock"), Backend: fa})
+	srv, err := apiserver.NewServer(apiserver.ServerConfig{Addr: "unix://" + filepath.Join(dir, "api.sock"), Backend: fa})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/hashicorp/cli"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // OperatorCommand groups the operator subcommands; alone it prints their

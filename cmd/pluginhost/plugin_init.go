@@ -121,8 +121,11 @@ func (c *PluginInitCommand) Run(args []string) int {
 	c.Ui.Output(fmt.Sprintf("Plugin %q written to %s (module %s). Next:\n\n  cd %s\n  go mod tidy\n  go test ./...\n  go install . && pluginhost job run %s.hcl",
 		name, dir, module, dir, name))
 	if v := ownVersion(); v == develVersion {
-		c.Ui.Warn(fmt.Sprintf("\nThis pluginhost binary was not built from a released version, so go.mod requires %s %s: point it at your checkout first:\n\n  go mod edit -replace %s=/path/to/pluginhost",
-			pluginhostModule, develVersion, pluginhostModule))
+		// The repository's go.mod requires its api module (a module of
+		// its own) through a replace, which only a checkout's own builds
+		// follow: go mod tidy needs it replaced here too.
+		c.Ui.Warn(fmt.Sprintf("\nThis pluginhost binary was not built from a released version, so go.mod requires %s %s: point it at your checkout first:\n\n  go mod edit -replace %s=/path/to/pluginhost -replace %s/api=/path/to/pluginhost/api",
+			pluginhostModule, develVersion, pluginhostModule, pluginhostModule))
 	}
 	return 0
 }

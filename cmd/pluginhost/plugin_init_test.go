@@ -67,7 +67,12 @@ func TestPluginInit(t *testing.T) {
 			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	goCmd("mod", "edit", "-replace", "github.com/pluginhost/pluginhost="+repo)
+	goCmd("mod", "edit", "-replace", "github.com/pluginhost/pluginhost="+repo,
+		"-replace", "github.com/pluginhost/pluginhost/api="+filepath.Join(repo, "api"))
+	// With both replaces the whole module graph resolves without the
+	// proxy (go mod tidy's first step); without the second, the
+	// repository's requirement of its api module would not.
+	goCmd("list", "-m", "all")
 	// Not go mod tidy, which the skeleton's README says to run: it also
 	// resolves the imports of the dependencies' own tests (testify,
 	// gonum, ...), which only the proxy has. -mod=mod records what the

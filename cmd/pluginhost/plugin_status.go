@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // PluginStatusCommand lists plugins of every type or shows one.

@@ -8,17 +8,18 @@ import (
 
 	"github.com/hashicorp/cli"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
+	apiserver "github.com/pluginhost/pluginhost/host/api"
 )
 
 // startTCPAgent serves the fake agent on real loopback TCP with tokens.
-func startTCPAgent(t *testing.T) (*api.Server, *api.Tokens) {
+func startTCPAgent(t *testing.T) (*apiserver.Server, *apiserver.Tokens) {
 	t.Helper()
-	tokens, err := api.OpenTokens(api.TokensConfig{})
+	tokens, err := apiserver.OpenTokens(apiserver.TokensConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := api.NewServer(api.ServerConfig{Addr: "127.0.0.1:0", Backend: newFakeAgent(), Tokens: tokens})
+	srv, err := apiserver.NewServer(apiserver.ServerConfig{Addr: "127.0.0.1:0", Backend: newFakeAgent(), Tokens: tokens})
 	if err != nil {
 		t.Fatal(err)
 	}

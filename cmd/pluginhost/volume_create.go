@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/volumespec"
 )
 

@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // VolumeDeleteCommand deletes a volume at its plugin.

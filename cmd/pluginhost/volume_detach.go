@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // VolumeDetachCommand releases the claims of ended allocations on a volume.

@@ -3,13 +3,9 @@ package api
 import (
 	"fmt"
 	"net/http"
-)
 
-// AgentHealth is the body of GET /v1/agent/health.
-type AgentHealth struct {
-	Ready   bool
-	Message string
-}
+	"github.com/pluginhost/pluginhost/api"
+)
 
 func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) {
 	self, err := s.cfg.Backend.Self(r.Context())
@@ -39,10 +35,10 @@ func (s *Server) agentHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !self.Ready {
-		writeJSON(w, s.log, http.StatusServiceUnavailable, AgentHealth{
+		writeJSON(w, s.log, http.StatusServiceUnavailable, api.AgentHealth{
 			Message: "agent is starting: restored plugins are not fingerprinted yet",
 		})
 		return
 	}
-	writeJSON(w, s.log, http.StatusOK, AgentHealth{Ready: true, Message: "ok"})
+	writeJSON(w, s.log, http.StatusOK, api.AgentHealth{Ready: true, Message: "ok"})
 }

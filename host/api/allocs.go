@@ -3,6 +3,8 @@ package api
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/pluginhost/pluginhost/api"
 )
 
 func (s *Server) getAlloc(w http.ResponseWriter, r *http.Request) {
@@ -18,10 +20,10 @@ func (s *Server) getAlloc(w http.ResponseWriter, r *http.Request) {
 
 // alloc asks the backend for an allocation by ID or prefix; on failure it
 // has written the error response and returns false.
-func (s *Server) alloc(w http.ResponseWriter, r *http.Request, id string) (*Allocation, bool) {
+func (s *Server) alloc(w http.ResponseWriter, r *http.Request, id string) (*api.Allocation, bool) {
 	alloc, err := s.cfg.Backend.Alloc(r.Context(), id)
 	if err == nil && alloc == nil {
-		err = ErrNotFound
+		err = api.ErrNotFound
 	}
 	if err != nil {
 		writeError(w, r, s.log, fmt.Errorf("allocation %q: %w", id, err))

@@ -2,10 +2,10 @@ package api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
 
@@ -18,21 +18,21 @@ import (
 // cancelled when the client goes away.
 type Backend interface {
 	// RunJob registers (or updates) a job and starts its allocations.
-	RunJob(ctx context.Context, job *jobspec.Job) (*JobRegisterResponse, error)
+	RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterResponse, error)
 	// StopJob stops a job's allocations; purge also forgets the job.
 	StopJob(ctx context.Context, jobID string, purge bool) error
 	// JobVersions lists a job's kept versions, newest first.
-	JobVersions(ctx context.Context, jobID string) ([]*Job, error)
+	JobVersions(ctx context.Context, jobID string) ([]*api.Job, error)
 	// RevertJob submits an earlier version's spec again as a new version.
-	RevertJob(ctx context.Context, jobID string, version uint64) (*JobRegisterResponse, error)
-	Jobs(ctx context.Context) ([]*JobListStub, error)
-	Job(ctx context.Context, id string) (*Job, error)
+	RevertJob(ctx context.Context, jobID string, version uint64) (*api.JobRegisterResponse, error)
+	Jobs(ctx context.Context) ([]*api.JobListStub, error)
+	Job(ctx context.Context, id string) (*api.Job, error)
 	// Allocs lists a job's allocations; it returns ErrNotFound for an
 	// unknown job rather than an empty list.
-	Allocs(ctx context.Context, jobID string) ([]*AllocListStub, error)
+	Allocs(ctx context.Context, jobID string) ([]*api.AllocListStub, error)
 	// Alloc accepts a full ID or a unique prefix; an ambiguous prefix is an
 	// *AmbiguousError.
-	Alloc(ctx context.Context, id string) (*Allocation, error)
+	Alloc(ctx context.Context, id string) (*api.Allocation, error)
 	// AllocLogs copies a task's rotated log files to w, oldest first, and
 	// with follow keeps copying until ctx is done or the task is dead and
 	// its logs drained. It must not write to w before it has validated its
@@ -40,39 +40,35 @@ type Backend interface {
 	AllocLogs(ctx context.Context, allocID, task string, stderr, follow bool, w io.Writer) error
 	// AllocStats samples the cgroups of the allocation's running tasks
 	// (allocID is a full ID); tasks not running are absent.
-	AllocStats(ctx context.Context, allocID string) (*AllocResourceUsage, error)
-	Plugins(ctx context.Context) ([]*CSIPluginListStub, error)
+	AllocStats(ctx context.Context, allocID string) (*api.AllocResourceUsage, error)
+	Plugins(ctx context.Context) ([]*api.CSIPluginListStub, error)
 	// CreateVolume records a volume to create (or to expand, when it
 	// exists with a smaller capacity_min) and queues the work; RegisterVolume
 	// records an existing one. Both answer once the intent is recorded.
-	CreateVolume(ctx context.Context, req *CSIVolumeRegisterRequest) (*CSIVolumeRegisterResponse, error)
-	RegisterVolume(ctx context.Context, req *CSIVolumeRegisterRequest) (*CSIVolumeRegisterResponse, error)
+	CreateVolume(ctx context.Context, req *api.CSIVolumeRegisterRequest) (*api.CSIVolumeRegisterResponse, error)
+	RegisterVolume(ctx context.Context, req *api.CSIVolumeRegisterRequest) (*api.CSIVolumeRegisterResponse, error)
 	// DeleteVolume records that a volume is to be deleted at its plugin;
 	// DeregisterVolume that it is to be forgotten (force: even if claimed).
-	DeleteVolume(ctx context.Context, id string) (*CSIVolume, error)
-	DeregisterVolume(ctx context.Context, id string, force bool) (*CSIVolume, error)
+	DeleteVolume(ctx context.Context, id string) (*api.CSIVolume, error)
+	DeregisterVolume(ctx context.Context, id string, force bool) (*api.CSIVolume, error)
 	// DetachVolume releases the volume's claims held by allocations that
 	// ended and answers once they are unwound (Nomad's volume detach).
-	DetachVolume(ctx context.Context, id string) (*CSIVolume, error)
-	Volume(ctx context.Context, id string) (*CSIVolume, error)
-	Volumes(ctx context.Context, pluginID string) ([]*CSIVolumeListStub, error)
-	ExternalVolumes(ctx context.Context, pluginID string) ([]*CSIVolumeExternalStub, error)
-	CreateSnapshot(ctx context.Context, volumeID, name string) (*CSISnapshot, error)
+	DetachVolume(ctx context.Context, id string) (*api.CSIVolume, error)
+	Volume(ctx context.Context, id string) (*api.CSIVolume, error)
+	Volumes(ctx context.Context, pluginID string) ([]*api.CSIVolumeListStub, error)
+	ExternalVolumes(ctx context.Context, pluginID string) ([]*api.CSIVolumeExternalStub, error)
+	CreateSnapshot(ctx context.Context, volumeID, name string) (*api.CSISnapshot, error)
 	DeleteSnapshot(ctx context.Context, pluginID, snapshotID string) error
-	ListSnapshots(ctx context.Context, pluginID string) ([]*CSISnapshot, error)
-	Plugin(ctx context.Context, id string) (*CSIPlugin, error)
+	ListSnapshots(ctx context.Context, pluginID string) ([]*api.CSISnapshot, error)
+	Plugin(ctx context.Context, id string) (*api.CSIPlugin, error)
 	// Events subscribes to the live event stream. The channel is closed
 	// when ctx is done (and may be closed earlier, e.g. on agent shutdown
 	// or when the subscriber fell too far behind).
 	// With after > 0 the stream starts with the kept events after that
 	// index (Nomad's ?index=).
-	Events(ctx context.Context, after uint64) (<-chan *Event, error)
-	Self(ctx context.Context) (*AgentSelf, error)
+	Events(ctx context.Context, after uint64) (<-chan *api.Event, error)
+	Self(ctx context.Context) (*api.AgentSelf, error)
 }
-
-// ErrNotFound is wrapped by Backend errors about an unknown job,
-// allocation, task or plugin; the server answers 404.
-var ErrNotFound = errors.New("not found")
 
 // FieldError is bad input the user can fix: the server answers 400 and names
 // Field in the JSON body. Backends return it for requests that are well

@@ -3,13 +3,15 @@ package api
 import (
 	"context"
 	"testing"
+
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // BenchmarkGetJob is one JSON request/answer over the unix socket: the cost
 // of every CLI read.
 func BenchmarkGetJob(b *testing.B) {
 	ts := startBenchServer(b)
-	ts.be.jobs["web"] = &Job{ID: "web", Type: "service", Status: JobStatusRunning}
+	ts.be.jobs["web"] = &api.Job{ID: "web", Type: "service", Status: api.JobStatusRunning}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -31,8 +33,8 @@ func BenchmarkEventStream(b *testing.B) {
 	}
 	defer stream.Close()
 	<-ts.be.subd
-	ev := &Event{Topic: TopicTask, Type: "TaskEvent", Key: "a1",
-		Payload: EventPayload{AllocID: "a1", TaskName: "web", TaskEvent: &TaskEvent{Type: TaskStarted, DisplayMessage: "Task started by client"}}}
+	ev := &api.Event{Topic: api.TopicTask, Type: "TaskEvent", Key: "a1",
+		Payload: api.EventPayload{AllocID: "a1", TaskName: "web", TaskEvent: &api.TaskEvent{Type: api.TaskStarted, DisplayMessage: "Task started by client"}}}
 	b.ReportAllocs()
 	b.ResetTimer()
 	go func() {
@@ -65,7 +67,7 @@ func BenchmarkGetJobTCP(b *testing.B) {
 				b.Fatal(err)
 			}
 			be := newFakeBackend()
-			be.jobs["web"] = &Job{ID: "web", Type: "service", Status: JobStatusRunning}
+			be.jobs["web"] = &api.Job{ID: "web", Type: "service", Status: api.JobStatusRunning}
 			srv, err := NewServer(ServerConfig{Addr: "127.0.0.1:0", Backend: be, Tokens: tokens})
 			if err != nil {
 				b.Fatal(err)
@@ -77,11 +79,11 @@ func BenchmarkGetJobTCP(b *testing.B) {
 				cancel()
 				<-done
 			}()
-			opts := []ClientOption{WithToken(tokens.Management())}
+			opts := []api.ClientOption{api.WithToken(tokens.Management())}
 			if mode == "file" {
 				b.Setenv("XDG_CONFIG_HOME", b.TempDir())
 				b.Setenv("SUDO_USER", "")
-				path, err := UserTokenPath(srv.Addr())
+				path, err := api.UserTokenPath(srv.Addr())
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -90,7 +92,7 @@ func BenchmarkGetJobTCP(b *testing.B) {
 				}
 				opts = nil
 			}
-			c, err := NewClient(srv.Addr(), opts...)
+			c, err := api.NewClient(srv.Addr(), opts...)
 			if err != nil {
 				b.Fatal(err)
 			}

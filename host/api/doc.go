@@ -1,6 +1,10 @@
-// Package api is the agent's HTTP API: a JSON server over a unix socket (or a
-// loopback TCP port), the wire types, and the Go client the CLI and the
-// end-to-end tests use.
+// Package api is the agent's HTTP API server: a JSON server over a unix
+// socket (or a loopback TCP port) in front of a Backend. The wire types, the
+// errors a client sees (ErrNotFound), the addresses, and the Go client the
+// CLI, the end-to-end tests and consumers use are in package
+// github.com/pluginhost/pluginhost/api, a module of its own with no server
+// code in it; this package imports it for the wire types. Importers that
+// need both name this one apiserver.
 //
 // # Design
 //
@@ -14,20 +18,11 @@
 // Paths follow Nomad's where the concept is the same (/v1/jobs, /v1/job/<id>,
 // /v1/allocation/<id>, /v1/client/fs/logs/<alloc>, /v1/plugins?type=csi,
 // /v1/plugin/csi/<id>, /v1/event/stream, /v1/agent/self, /v1/agent/health),
-// and so do the JSON field names of the types in types.go. The registry of
+// and so do the JSON field names of package api's wire types. The registry of
 // every plugin type (/v1/registry/plugins, /v1/plugin/<type>/<name>) is
 // pluginhost's own, served when the backend implements RegistryBackend, and
 // so is /v1/plugins without a type (Nomad requires type=csi): every plugin
 // of every type, CSI rows with exactly the fields type=csi gives them.
-//
-// # Resolver
-//
-// NewResolverBuilder is a gRPC resolver for pluginhost:///TYPE/NAME: a
-// program's grpc.ClientConn dials the active instance's unix socket
-// directly and follows the agent's PluginActiveInstance events (subscribed
-// before the first lookup, resubscribed with backoff) to the next instance.
-// It is passed per connection (grpc.WithResolvers), never registered
-// globally.
 //
 // # Invariants
 //
@@ -41,8 +36,8 @@
 //   - Every non-2xx answer is JSON ErrorResponse{error, field}: 400 for input
 //     the user can fix (naming the field), 401 without a token, 403 for a
 //     wrong token or a foreign Host or Origin, 404 for unknown IDs (errors that
-//     wrap ErrNotFound), 405 for a wrong method, 413 for an oversized body,
-//     415 for a body that is not JSON, 500 otherwise. Backends signal with ErrNotFound, *FieldError and
+//     wrap api.ErrNotFound), 405 for a wrong method, 413 for an oversized body,
+//     415 for a body that is not JSON, 500 otherwise. Backends signal with api.ErrNotFound, *FieldError and
 //     *AmbiguousError; writeError is the only place that maps them.
 //   - A panic in a handler or backend becomes a logged 500; the server stays
 //     up. Input is checked before the backend sees it: a submitted job has no
@@ -58,11 +53,11 @@
 //     heartbeats so both ends notice a dead peer.
 //   - Log streams send their status on the first byte; an error after that
 //     travels in the X-Pluginhost-Error trailer, so a truncated log never
-//     looks complete to the Client.
+//     looks complete to api.Client.
 //   - A unix socket is created 0600 in a 0700 directory (created if
 //     missing), replaces only a stale socket (one that refuses connections),
 //     never a live socket or another file, and is removed on shutdown. Paths
-//     over sun_path's 107 bytes are refused by ParseAddr instead of failing
+//     over sun_path's 107 bytes are refused by api.ParseAddr instead of failing
 //     later as dial timeouts. TCP is loopback-only: it is plain HTTP, and the
 //     tokens must not cross a network.
 //   - Tokens are compared in constant time, never read from the URL, never

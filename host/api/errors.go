@@ -10,38 +10,16 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
 	"github.com/pluginhost/pluginhost/host/volumespec"
 )
 
-// ErrorResponse is the JSON body of every non-2xx answer.
-type ErrorResponse struct {
-	Error string `json:"error"`
-	// Field names the request field at fault, for 4xx answers.
-	Field string `json:"field,omitempty"`
-	// Matches lists the IDs an ambiguous prefix matched.
-	Matches []string `json:"matches,omitempty"`
-	// Diagnostics are a job file's parse errors, one per problem.
-	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
-}
-
-// Diagnostic is one problem of a submitted job: a job file's parse error
-// with its location, or a JSON job's validation problem with its field.
-type Diagnostic struct {
-	Summary string
-	Detail  string `json:",omitempty"`
-	// Range is "file:line:col", the form editors jump to.
-	Range string `json:",omitempty"`
-	// Field is the request field at fault, such as
-	// "Job.TaskGroups[0].Tasks[0].Name".
-	Field string `json:",omitempty"`
-}
-
 // writeError turns err into a status code and JSON body. It is the only place
 // that knows how backend errors map to HTTP.
 func writeError(w http.ResponseWriter, r *http.Request, log hclog.Logger, err error) {
-	resp := ErrorResponse{Error: err.Error()}
+	resp := api.ErrorResponse{Error: err.Error()}
 	status := http.StatusInternalServerError
 
 	var fe *FieldError
@@ -61,7 +39,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log hclog.Logger, err er
 		status = http.StatusRequestEntityTooLarge
 		resp.Field = "body"
 		resp.Error = fmt.Sprintf("request body is over the %d-byte limit", mbe.Limit)
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, api.ErrNotFound):
 		status = http.StatusNotFound
 	case fe != nil:
 		status = http.StatusBadRequest
@@ -80,24 +58,24 @@ func writeError(w http.ResponseWriter, r *http.Request, log hclog.Logger, err er
 // diagnosticsOf extracts HCL diagnostics from a parse error, or problems
 // from a job's validation error, so that clients can show each problem with
 // its location or field.
-func diagnosticsOf(err error) []Diagnostic {
+func diagnosticsOf(err error) []api.Diagnostic {
 	var ve *jobspec.ValidationError
 	if errors.As(err, &ve) {
-		out := make([]Diagnostic, 0, len(ve.Problems))
+		out := make([]api.Diagnostic, 0, len(ve.Problems))
 		for _, p := range ve.Problems {
-			out = append(out, Diagnostic{Summary: p.Summary, Detail: p.Detail, Field: jobField(p.Field)})
+			out = append(out, api.Diagnostic{Summary: p.Summary, Detail: p.Detail, Field: jobField(p.Field)})
 		}
 		return out
 	}
 	var vve *volumespec.ValidationError
 	if errors.As(err, &vve) {
-		out := make([]Diagnostic, 0, len(vve.Problems))
+		out := make([]api.Diagnostic, 0, len(vve.Problems))
 		for _, p := range vve.Problems {
 			f := "Volumes[0]"
 			if p.Field != "" {
 				f += "." + p.Field
 			}
-			out = append(out, Diagnostic{Summary: p.Summary, Detail: p.Detail, Field: f})
+			out = append(out, api.Diagnostic{Summary: p.Summary, Detail: p.Detail, Field: f})
 		}
 		return out
 	}
@@ -112,12 +90,12 @@ func diagnosticsOf(err error) []Diagnostic {
 		}
 		diags = hcl.Diagnostics{d}
 	}
-	out := make([]Diagnostic, 0, len(diags))
+	out := make([]api.Diagnostic, 0, len(diags))
 	for _, d := range diags {
 		if d.Severity != hcl.DiagError {
 			continue
 		}
-		dg := Diagnostic{Summary: d.Summary, Detail: d.Detail}
+		dg := api.Diagnostic{Summary: d.Summary, Detail: d.Detail}
 		if d.Subject != nil {
 			dg.Range = fmt.Sprintf("%s:%d:%d", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
 		}

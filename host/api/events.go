@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/pluginhost/pluginhost/api"
 )
 
-var topics = []string{TopicAllocation, TopicTask, TopicJob, TopicPlugin, TopicRegistry, TopicAgent, TopicVolume}
+var topics = []string{api.TopicAllocation, api.TopicTask, api.TopicJob, api.TopicPlugin, api.TopicRegistry, api.TopicAgent, api.TopicVolume}
 
 // eventStream writes one JSON event per line, and flushes whenever no more
 // events are queued (a burst goes out in one flush; an idle stream's last
@@ -65,7 +67,7 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 			}
 			// Notices about the stream itself reach every stream,
 			// whatever topics it asked for.
-			notice := ev != nil && ev.Topic == TopicAgent && (ev.Type == "SubscriberDropped" || ev.Type == "EventsLost")
+			notice := ev != nil && ev.Topic == api.TopicAgent && (ev.Type == "SubscriberDropped" || ev.Type == "EventsLost")
 			if ev != nil && (notice || len(want) == 0 || slices.Contains(want, ev.Topic)) {
 				err = enc.Encode(ev)
 				unflushed = true

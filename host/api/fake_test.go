@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
 
@@ -17,9 +18,9 @@ import (
 // is another package's job, and the server's contract is the interface.
 type fakeBackend struct {
 	mu      sync.Mutex
-	jobs    map[string]*Job
-	allocs  map[string]*Allocation
-	plugins map[string]*CSIPlugin
+	jobs    map[string]*api.Job
+	allocs  map[string]*api.Allocation
+	plugins map[string]*api.CSIPlugin
 	ready   bool
 	logs    map[string]string // "alloc/task/stdout" → content
 	ran     []*jobspec.Job
@@ -34,7 +35,7 @@ type fakeBackend struct {
 	// refused request reached none.
 	calls atomic.Int64
 
-	subs  map[int]chan *Event
+	subs  map[int]chan *api.Event
 	next  int
 	unsub chan struct{} // one value per ended subscription
 	subd  chan struct{} // one value per new subscription
@@ -42,9 +43,9 @@ type fakeBackend struct {
 
 func newFakeBackend() *fakeBackend {
 	return &fakeBackend{
-		jobs: map[string]*Job{}, allocs: map[string]*Allocation{}, plugins: map[string]*CSIPlugin{},
+		jobs: map[string]*api.Job{}, allocs: map[string]*api.Allocation{}, plugins: map[string]*api.CSIPlugin{},
 		logs: map[string]string{}, follow: make(chan string),
-		subs: map[int]chan *Event{}, unsub: make(chan struct{}, 16), subd: make(chan struct{}, 16),
+		subs: map[int]chan *api.Event{}, unsub: make(chan struct{}, 16), subd: make(chan struct{}, 16),
 	}
 }
 
@@ -57,7 +58,7 @@ func (f *fakeBackend) maybePanic(method string) {
 	}
 }
 
-func (f *fakeBackend) RunJob(ctx context.Context, job *jobspec.Job) (*JobRegisterResponse, error) {
+func (f *fakeBackend) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterResponse, error) {
 	f.calls.Add(1)
 	f.maybePanic("RunJob")
 	f.mu.Lock()
@@ -66,8 +67,8 @@ func (f *fakeBackend) RunJob(ctx context.Context, job *jobspec.Job) (*JobRegiste
 		return nil, &FieldError{Field: "Job.ID", Err: errors.New(`the fake backend refuses job "reject"`)}
 	}
 	f.ran = append(f.ran, job)
-	f.jobs[job.ID] = &Job{ID: job.ID, Name: job.Name, Type: job.Type, Status: JobStatusPending}
-	return &JobRegisterResponse{JobID: job.ID, AllocIDs: []string{job.ID + "-alloc"}}, nil
+	f.jobs[job.ID] = &api.Job{ID: job.ID, Name: job.Name, Type: job.Type, Status: api.JobStatusPending}
+	return &api.JobRegisterResponse{JobID: job.ID, AllocIDs: []string{job.ID + "-alloc"}}, nil
 }
 
 func (f *fakeBackend) StopJob(ctx context.Context, id string, purge bool) error {
@@ -75,55 +76,55 @@ func (f *fakeBackend) StopJob(ctx context.Context, id string, purge bool) error 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.jobs[id]; !ok {
-		return fmt.Errorf("job %q: %w", id, ErrNotFound)
+		return fmt.Errorf("job %q: %w", id, api.ErrNotFound)
 	}
 	f.stopped = append(f.stopped, fmt.Sprintf("%s purge=%v", id, purge))
 	return nil
 }
 
-func (f *fakeBackend) Jobs(ctx context.Context) ([]*JobListStub, error) {
+func (f *fakeBackend) Jobs(ctx context.Context) ([]*api.JobListStub, error) {
 	f.calls.Add(1)
 	f.maybePanic("Jobs")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []*JobListStub
+	var out []*api.JobListStub
 	for _, j := range f.jobs {
-		out = append(out, &JobListStub{ID: j.ID, Name: j.Name, Type: j.Type, Status: j.Status,
+		out = append(out, &api.JobListStub{ID: j.ID, Name: j.Name, Type: j.Type, Status: j.Status,
 			SubmitTime: j.SubmitTime, JobSummary: j.JobSummary})
 	}
-	slices.SortFunc(out, func(a, b *JobListStub) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b *api.JobListStub) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
-func (f *fakeBackend) Job(ctx context.Context, id string) (*Job, error) {
+func (f *fakeBackend) Job(ctx context.Context, id string) (*api.Job, error) {
 	f.calls.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	j, ok := f.jobs[id]
 	if !ok {
-		return nil, ErrNotFound
+		return nil, api.ErrNotFound
 	}
 	return j, nil
 }
 
-func (f *fakeBackend) Allocs(ctx context.Context, jobID string) ([]*AllocListStub, error) {
+func (f *fakeBackend) Allocs(ctx context.Context, jobID string) ([]*api.AllocListStub, error) {
 	f.calls.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.jobs[jobID]; !ok {
-		return nil, ErrNotFound
+		return nil, api.ErrNotFound
 	}
-	var out []*AllocListStub
+	var out []*api.AllocListStub
 	for _, a := range f.allocs {
 		if a.JobID == jobID {
 			out = append(out, a.Stub())
 		}
 	}
-	slices.SortFunc(out, func(a, b *AllocListStub) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b *api.AllocListStub) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
-func (f *fakeBackend) Alloc(ctx context.Context, id string) (*Allocation, error) {
+func (f *fakeBackend) Alloc(ctx context.Context, id string) (*api.Allocation, error) {
 	f.calls.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -138,7 +139,7 @@ func (f *fakeBackend) Alloc(ctx context.Context, id string) (*Allocation, error)
 	}
 	switch len(matches) {
 	case 0:
-		return nil, ErrNotFound
+		return nil, api.ErrNotFound
 	case 1:
 		return f.allocs[matches[0]], nil
 	}
@@ -157,7 +158,7 @@ func (f *fakeBackend) AllocLogs(ctx context.Context, allocID, task string, stder
 	logErr := f.logErr
 	f.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("no %s log for %s/%s: %w", kind, allocID, task, ErrNotFound)
+		return fmt.Errorf("no %s log for %s/%s: %w", kind, allocID, task, api.ErrNotFound)
 	}
 	if _, err := io.WriteString(w, content); err != nil {
 		return err
@@ -181,40 +182,40 @@ func (f *fakeBackend) AllocLogs(ctx context.Context, allocID, task string, stder
 	return nil
 }
 
-func (f *fakeBackend) Plugins(ctx context.Context) ([]*CSIPluginListStub, error) {
+func (f *fakeBackend) Plugins(ctx context.Context) ([]*api.CSIPluginListStub, error) {
 	f.calls.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []*CSIPluginListStub
+	var out []*api.CSIPluginListStub
 	for _, p := range f.plugins {
-		out = append(out, &CSIPluginListStub{ID: p.ID, Provider: p.Provider,
+		out = append(out, &api.CSIPluginListStub{ID: p.ID, Provider: p.Provider,
 			ControllerRequired: p.ControllerRequired,
 			ControllersHealthy: p.ControllersHealthy, ControllersExpected: p.ControllersExpected,
 			NodesHealthy: p.NodesHealthy, NodesExpected: p.NodesExpected})
 	}
-	slices.SortFunc(out, func(a, b *CSIPluginListStub) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b *api.CSIPluginListStub) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
-func (f *fakeBackend) Plugin(ctx context.Context, id string) (*CSIPlugin, error) {
+func (f *fakeBackend) Plugin(ctx context.Context, id string) (*api.CSIPlugin, error) {
 	f.calls.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p, ok := f.plugins[id]
 	if !ok {
-		return nil, ErrNotFound
+		return nil, api.ErrNotFound
 	}
 	return p, nil
 }
 
 // Events hands out a buffered channel per subscriber; the goroutine that
 // closes it is owned by the subscription's context.
-func (f *fakeBackend) Events(ctx context.Context, after uint64) (<-chan *Event, error) {
+func (f *fakeBackend) Events(ctx context.Context, after uint64) (<-chan *api.Event, error) {
 	f.calls.Add(1)
 	f.mu.Lock()
 	id := f.next
 	f.next++
-	ch := make(chan *Event, 1024)
+	ch := make(chan *api.Event, 1024)
 	f.subs[id] = ch
 	f.mu.Unlock()
 	f.subd <- struct{}{}
@@ -232,7 +233,7 @@ func (f *fakeBackend) Events(ctx context.Context, after uint64) (<-chan *Event, 
 }
 
 // publish sends ev to every subscriber, numbering it.
-func (f *fakeBackend) publish(ev *Event) {
+func (f *fakeBackend) publish(ev *api.Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, ch := range f.subs {
@@ -251,11 +252,11 @@ func (f *fakeBackend) closeSubs() {
 	}
 }
 
-func (f *fakeBackend) Self(ctx context.Context) (*AgentSelf, error) {
+func (f *fakeBackend) Self(ctx context.Context) (*api.AgentSelf, error) {
 	f.calls.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return &AgentSelf{Version: "test", NodeName: "node1", DataDir: "/data", Ready: f.ready}, nil
+	return &api.AgentSelf{Version: "test", NodeName: "node1", DataDir: "/data", Ready: f.ready}, nil
 }
 
 func (f *fakeBackend) setReady(r bool) {

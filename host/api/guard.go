@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // The guard decides who gets past the listener, before any route runs.
@@ -53,7 +55,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		ctx := r.Context()
 		rl := roleManagement
 		if tok != nil {
-			if tok.typ == TokenTypeRead {
+			if tok.typ == api.TokenTypeRead {
 				rl = roleRead
 			}
 			// A rotation ends the requests made with the token it
@@ -95,10 +97,10 @@ func (s *Server) check(r *http.Request) (*refusal, *token) {
 		}
 		tok = s.cfg.Tokens.authenticate(secret)
 		if tok == nil {
-			return &refusal{http.StatusForbidden, HeaderToken, "the token is not valid (it may have been rotated)"}, nil
+			return &refusal{http.StatusForbidden, api.HeaderToken, "the token is not valid (it may have been rotated)"}, nil
 		}
-		if tok.typ == TokenTypeRead && !readOnlyMethod(r.Method) {
-			return &refusal{http.StatusForbidden, HeaderToken,
+		if tok.typ == api.TokenTypeRead && !readOnlyMethod(r.Method) {
+			return &refusal{http.StatusForbidden, api.HeaderToken,
 				"the read token may only GET; " + r.Method + " needs the management token"}, nil
 		}
 	}
@@ -116,7 +118,7 @@ func (s *Server) check(r *http.Request) (*refusal, *token) {
 // Bearer. The URL is never read: a token there ends up in logs and
 // histories.
 func tokenOf(r *http.Request) (string, *refusal) {
-	if v := strings.TrimSpace(r.Header.Get(HeaderToken)); v != "" {
+	if v := strings.TrimSpace(r.Header.Get(api.HeaderToken)); v != "" {
 		return v, nil
 	}
 	if v := r.Header.Get("Authorization"); v != "" {
@@ -128,8 +130,8 @@ func tokenOf(r *http.Request) (string, *refusal) {
 		}
 		return secret, nil
 	}
-	return "", &refusal{http.StatusUnauthorized, HeaderToken,
-		"this endpoint needs a token in the " + HeaderToken + " header or as Authorization: Bearer (the CLI's -token or " + EnvToken + ")"}
+	return "", &refusal{http.StatusUnauthorized, api.HeaderToken,
+		"this endpoint needs a token in the " + api.HeaderToken + " header or as Authorization: Bearer (the CLI's -token or " + api.EnvToken + ")"}
 }
 
 // hostAllowed: a loopback IP or localhost, with any port or none. The
@@ -168,7 +170,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, ref *refusal) {
 	}
 	lvl("request refused", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr,
 		"status", ref.status, "field", ref.field)
-	writeJSON(w, s.log, ref.status, ErrorResponse{Error: ref.msg, Field: ref.field})
+	writeJSON(w, s.log, ref.status, api.ErrorResponse{Error: ref.msg, Field: ref.field})
 }
 
 // requireManagement lets only management callers through: the unix
@@ -176,7 +178,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, ref *refusal) {
 func (s *Server) requireManagement(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rl, _ := r.Context().Value(roleKey).(role); rl != roleManagement {
-			s.refuse(w, r, &refusal{http.StatusForbidden, HeaderToken, r.URL.Path + " needs the management token"})
+			s.refuse(w, r, &refusal{http.StatusForbidden, api.HeaderToken, r.URL.Path + " needs the management token"})
 			return
 		}
 		next.ServeHTTP(w, r)

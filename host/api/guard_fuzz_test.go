@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // FuzzGuardHeaders throws request headers at the guard of a TCP server and
@@ -43,7 +45,7 @@ func FuzzGuardHeaders(f *testing.F) {
 		f.Fatal(err)
 	}
 	s := &Server{cfg: ServerConfig{Tokens: tokens}, log: hclog.NewNullLogger(),
-		addr: Addr{Network: "tcp", Address: "127.0.0.1:4646"}}
+		addr: api.Addr{Network: "tcp", Address: "127.0.0.1:4646"}}
 	mgmt, read := tokens.Management(), tokens.Read()
 
 	f.Fuzz(func(t *testing.T, method, host, origin, secFetch, ctype, xToken, authz string, use uint8, body bool) {
@@ -72,7 +74,7 @@ func FuzzGuardHeaders(f *testing.F) {
 		case 3:
 			xToken, authz = "", "Bearer "+mgmt
 		}
-		set(HeaderToken, xToken)
+		set(api.HeaderToken, xToken)
 		set("Authorization", authz)
 
 		var got role
@@ -127,7 +129,7 @@ func FuzzGuardHeaders(f *testing.F) {
 		default:
 			t.Fatalf("refused with %d", rec.Code)
 		}
-		var er ErrorResponse
+		var er api.ErrorResponse
 		if err := json.Unmarshal(rec.Body.Bytes(), &er); err != nil || er.Error == "" || er.Field == "" {
 			t.Fatalf("refusal body %q is not a JSON error with a reason", rec.Body)
 		}

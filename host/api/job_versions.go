@@ -3,19 +3,9 @@ package api
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/pluginhost/pluginhost/api"
 )
-
-// JobVersionsResponse answers GET /v1/job/<id>/versions: the kept versions
-// of a job, newest first, as Nomad's endpoint of the same name.
-type JobVersionsResponse struct {
-	Versions []*Job
-}
-
-// JobRevertRequest is the body of POST /v1/job/<id>/revert.
-type JobRevertRequest struct {
-	JobID      string
-	JobVersion uint64
-}
 
 func (s *Server) jobVersions(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
@@ -29,9 +19,9 @@ func (s *Server) jobVersions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if versions == nil {
-		versions = []*Job{}
+		versions = []*api.Job{}
 	}
-	writeJSON(w, s.log, http.StatusOK, JobVersionsResponse{Versions: versions})
+	writeJSON(w, s.log, http.StatusOK, api.JobVersionsResponse{Versions: versions})
 }
 
 func (s *Server) revertJob(w http.ResponseWriter, r *http.Request) {
@@ -40,7 +30,7 @@ func (s *Server) revertJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	var req JobRevertRequest
+	var req api.JobRevertRequest
 	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -55,7 +45,7 @@ func (s *Server) revertJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if resp == nil {
-		resp = &JobRegisterResponse{JobID: id}
+		resp = &api.JobRegisterResponse{JobID: id}
 	}
 	writeJSON(w, s.log, http.StatusOK, resp)
 }

@@ -5,25 +5,16 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
 
-// JobRegisterRequest is the body of POST /v1/jobs: either a job file's HCL
-// source, parsed by the agent so that errors carry file:line:col, or an
-// already parsed job.
-type JobRegisterRequest struct {
-	// Source is the job file's text.
-	Source string `json:",omitempty"`
-	// Filename names Source in diagnostics; "job.hcl" if empty.
-	Filename string `json:",omitempty"`
-	// Job is a parsed job; exclusive with Source.
-	Job *jobspec.Job `json:",omitempty"`
-}
-
-// JobStopResponse answers DELETE /v1/job/<id>.
-type JobStopResponse struct {
-	JobID  string
-	Purged bool
+// jobRegisterRequest is how the server decodes api.JobRegisterRequest: the
+// same JSON, with the parsed job as the jobspec.Job the backend runs.
+type jobRegisterRequest struct {
+	Source   string       `json:",omitempty"`
+	Filename string       `json:",omitempty"`
+	Job      *jobspec.Job `json:",omitempty"`
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
@@ -33,13 +24,13 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if jobs == nil {
-		jobs = []*JobListStub{}
+		jobs = []*api.JobListStub{}
 	}
 	writeJSON(w, s.log, http.StatusOK, jobs)
 }
 
 func (s *Server) registerJob(w http.ResponseWriter, r *http.Request) {
-	var req JobRegisterRequest
+	var req jobRegisterRequest
 	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -55,7 +46,7 @@ func (s *Server) registerJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if resp == nil {
-		resp = &JobRegisterResponse{JobID: job.ID}
+		resp = &api.JobRegisterResponse{JobID: job.ID}
 	}
 	writeJSON(w, s.log, http.StatusOK, resp)
 }
@@ -63,7 +54,7 @@ func (s *Server) registerJob(w http.ResponseWriter, r *http.Request) {
 // jobOf turns a register request into a job the backend can trust: a
 // submitted JSON job is held to exactly the rules of a job file, through the
 // same validator, so no input path is looser than the other.
-func (s *Server) jobOf(req *JobRegisterRequest) (*jobspec.Job, error) {
+func (s *Server) jobOf(req *jobRegisterRequest) (*jobspec.Job, error) {
 	switch {
 	case req.Source != "" && req.Job != nil:
 		return nil, fieldErrorf("Job", "give either Source or Job, not both")
@@ -142,7 +133,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	}
 	job, err := s.cfg.Backend.Job(r.Context(), id)
 	if err == nil && job == nil {
-		err = ErrNotFound
+		err = api.ErrNotFound
 	}
 	if err != nil {
 		writeError(w, r, s.log, fmt.Errorf("job %q: %w", id, err))
@@ -166,7 +157,7 @@ func (s *Server) stopJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, fmt.Errorf("stop job %q: %w", id, err))
 		return
 	}
-	writeJSON(w, s.log, http.StatusOK, JobStopResponse{JobID: id, Purged: purge})
+	writeJSON(w, s.log, http.StatusOK, api.JobStopResponse{JobID: id, Purged: purge})
 }
 
 func (s *Server) jobAllocs(w http.ResponseWriter, r *http.Request) {
@@ -181,7 +172,7 @@ func (s *Server) jobAllocs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if allocs == nil {
-		allocs = []*AllocListStub{}
+		allocs = []*api.AllocListStub{}
 	}
 	writeJSON(w, s.log, http.StatusOK, allocs)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
@@ -28,7 +29,7 @@ type pathBackend struct {
 	escaped []string
 }
 
-func (b *pathBackend) RunJob(_ context.Context, job *jobspec.Job) (*JobRegisterResponse, error) {
+func (b *pathBackend) RunJob(_ context.Context, job *jobspec.Job) (*api.JobRegisterResponse, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.calls++
@@ -78,7 +79,7 @@ func (b *pathBackend) RunJob(_ context.Context, job *jobspec.Job) (*JobRegisterR
 			}
 		}
 	}
-	return &JobRegisterResponse{JobID: job.ID}, nil
+	return &api.JobRegisterResponse{JobID: job.ID}, nil
 }
 
 // FuzzJSONJob: a JSON job body either is refused with a 4xx before reaching

@@ -20,7 +20,7 @@ func validJob() *jobspec.Job {
 
 func jobBody(t testing.TB, job *jobspec.Job) string {
 	t.Helper()
-	b, err := json.Marshal(JobRegisterRequest{Job: job})
+	b, err := json.Marshal(jobRegisterRequest{Job: job})
 	if err != nil {
 		t.Fatal(err)
 	}

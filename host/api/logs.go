@@ -6,12 +6,9 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-)
 
-// TrailerError is the HTTP trailer that carries an error which happened after
-// a log stream had started, when the status code was already sent. Clients
-// must check it, or a truncated log would look complete.
-const TrailerError = "X-Pluginhost-Error"
+	"github.com/pluginhost/pluginhost/api"
+)
 
 func (s *Server) allocLogs(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
@@ -44,7 +41,7 @@ func (s *Server) allocLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	w.Header().Set("Trailer", TrailerError)
+	w.Header().Set("Trailer", api.TrailerError)
 	sw := &streamWriter{w: w, rc: http.NewResponseController(w)}
 	err = s.cfg.Backend.AllocLogs(r.Context(), alloc.ID, task, stderr, follow, sw)
 	switch {
@@ -56,13 +53,13 @@ func (s *Server) allocLogs(w http.ResponseWriter, r *http.Request) {
 		// Client gone or shutting down: a followed stream ends this way.
 	default:
 		s.log.Warn("log stream failed", "alloc", alloc.ID, "task", task, "error", err)
-		w.Header().Set(TrailerError, err.Error())
+		w.Header().Set(api.TrailerError, err.Error())
 	}
 }
 
 // pickTask resolves the task query parameter: it may be omitted when the
 // allocation has exactly one task, as with Nomad's CLI.
-func pickTask(alloc *Allocation, task string) (string, error) {
+func pickTask(alloc *api.Allocation, task string) (string, error) {
 	tasks := alloc.Tasks
 	if len(tasks) == 0 {
 		for name := range alloc.TaskStates {
@@ -87,7 +84,7 @@ func pickTask(alloc *Allocation, task string) (string, error) {
 		}
 	}
 	return "", &FieldError{Field: "task", Err: fmt.Errorf("allocation %s has no task %q (tasks: %s): %w",
-		alloc.ID, task, strings.Join(tasks, ", "), ErrNotFound)}
+		alloc.ID, task, strings.Join(tasks, ", "), api.ErrNotFound)}
 }
 
 // streamWriter sends the status line on the first write and flushes after

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // errNoMetrics: the server was built without ServerConfig.Metrics.
-var errNoMetrics = fmt.Errorf("metrics are not served by this server: %w", ErrNotFound)
+var errNoMetrics = fmt.Errorf("metrics are not served by this server: %w", api.ErrNotFound)
 
 // metrics serves GET /v1/metrics: JSON by default, the Prometheus text
 // format with ?format=prometheus (Nomad's endpoint and parameter).
@@ -40,10 +42,10 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 }
 
 // summarize turns gathered families into the JSON form.
-func summarize(families []*dto.MetricFamily, now time.Time) *MetricsSummary {
-	out := &MetricsSummary{
+func summarize(families []*dto.MetricFamily, now time.Time) *api.MetricsSummary {
+	out := &api.MetricsSummary{
 		Timestamp: now.UTC().Format(time.RFC3339Nano),
-		Gauges:    []GaugeValue{}, Counters: []CounterValue{}, Samples: []SampleValue{},
+		Gauges:    []api.GaugeValue{}, Counters: []api.CounterValue{}, Samples: []api.SampleValue{},
 	}
 	for _, mf := range families {
 		name := mf.GetName()
@@ -54,14 +56,14 @@ func summarize(families []*dto.MetricFamily, now time.Time) *MetricsSummary {
 			}
 			switch mf.GetType() {
 			case dto.MetricType_COUNTER:
-				out.Counters = append(out.Counters, CounterValue{Name: name, Value: m.GetCounter().GetValue(), Labels: labels})
+				out.Counters = append(out.Counters, api.CounterValue{Name: name, Value: m.GetCounter().GetValue(), Labels: labels})
 			case dto.MetricType_GAUGE:
-				out.Gauges = append(out.Gauges, GaugeValue{Name: name, Value: m.GetGauge().GetValue(), Labels: labels})
+				out.Gauges = append(out.Gauges, api.GaugeValue{Name: name, Value: m.GetGauge().GetValue(), Labels: labels})
 			case dto.MetricType_UNTYPED:
-				out.Gauges = append(out.Gauges, GaugeValue{Name: name, Value: m.GetUntyped().GetValue(), Labels: labels})
+				out.Gauges = append(out.Gauges, api.GaugeValue{Name: name, Value: m.GetUntyped().GetValue(), Labels: labels})
 			case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
 				h := m.GetHistogram()
-				sv := SampleValue{Name: name, Count: h.GetSampleCount(), Sum: h.GetSampleSum(), Labels: labels,
+				sv := api.SampleValue{Name: name, Count: h.GetSampleCount(), Sum: h.GetSampleSum(), Labels: labels,
 					Buckets: make(map[string]uint64, len(h.GetBucket())+1)}
 				for _, b := range h.GetBucket() {
 					sv.Buckets[strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)] = b.GetCumulativeCount()
@@ -70,14 +72,14 @@ func summarize(families []*dto.MetricFamily, now time.Time) *MetricsSummary {
 				out.Samples = append(out.Samples, withMean(sv))
 			case dto.MetricType_SUMMARY:
 				sm := m.GetSummary()
-				out.Samples = append(out.Samples, withMean(SampleValue{Name: name, Count: sm.GetSampleCount(), Sum: sm.GetSampleSum(), Labels: labels}))
+				out.Samples = append(out.Samples, withMean(api.SampleValue{Name: name, Count: sm.GetSampleCount(), Sum: sm.GetSampleSum(), Labels: labels}))
 			}
 		}
 	}
 	return out
 }
 
-func withMean(sv SampleValue) SampleValue {
+func withMean(sv api.SampleValue) api.SampleValue {
 	if sv.Count > 0 {
 		sv.Mean = sv.Sum / float64(sv.Count)
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // recorder remembers whether a handler has started its answer, so that the
@@ -50,7 +52,7 @@ func withRecover(log hclog.Logger, next http.Handler) http.Handler {
 					"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 				if rec.status == 0 {
 					writeJSON(rec, log, http.StatusInternalServerError,
-						ErrorResponse{Error: fmt.Sprintf("internal error: %v", v)})
+						api.ErrorResponse{Error: fmt.Sprintf("internal error: %v", v)})
 				}
 			}
 			log.Debug("request", "method", r.Method, "path", r.URL.Path,
@@ -80,7 +82,7 @@ func (m methods) handler(log hclog.Logger) http.Handler {
 			return
 		}
 		w.Header().Set("Allow", allow)
-		writeJSON(w, log, http.StatusMethodNotAllowed, ErrorResponse{
+		writeJSON(w, log, http.StatusMethodNotAllowed, api.ErrorResponse{
 			Error: fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow),
 			Field: "method",
 		})

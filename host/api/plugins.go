@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // listPlugins is Nomad's GET /v1/plugins?type=csi, and without a type (or
@@ -14,14 +16,14 @@ import (
 // lists them.
 func (s *Server) listPlugins(w http.ResponseWriter, r *http.Request) {
 	t := r.URL.Query().Get("type")
-	if t == PluginTypeCSI {
+	if t == api.PluginTypeCSI {
 		plugins, err := s.cfg.Backend.Plugins(r.Context())
 		if err != nil {
 			writeError(w, r, s.log, fmt.Errorf("list plugins: %w", err))
 			return
 		}
 		if plugins == nil {
-			plugins = []*CSIPluginListStub{}
+			plugins = []*api.CSIPluginListStub{}
 		}
 		writeJSON(w, s.log, http.StatusOK, plugins)
 		return
@@ -39,15 +41,15 @@ func (s *Server) listPlugins(w http.ResponseWriter, r *http.Request) {
 }
 
 // allPlugins lists the plugins of pluginType, or of every type when "".
-func (s *Server) allPlugins(ctx context.Context, pluginType string) ([]*PluginStatusListStub, error) {
-	out := []*PluginStatusListStub{}
+func (s *Server) allPlugins(ctx context.Context, pluginType string) ([]*api.PluginStatusListStub, error) {
+	out := []*api.PluginStatusListStub{}
 	if pluginType == "" {
 		plugins, err := s.cfg.Backend.Plugins(ctx)
 		if err != nil {
 			return nil, err
 		}
 		for _, p := range plugins {
-			out = append(out, &PluginStatusListStub{ID: p.ID, Type: PluginTypeCSI, CSIPluginListStub: p})
+			out = append(out, &api.PluginStatusListStub{ID: p.ID, Type: api.PluginTypeCSI, CSIPluginListStub: p})
 		}
 	}
 	// A backend without a registry has CSI plugins only.
@@ -60,7 +62,7 @@ func (s *Server) allPlugins(ctx context.Context, pluginType string) ([]*PluginSt
 			if isCSIRegistryType(p.Type) {
 				continue // listed above, once per plugin
 			}
-			out = append(out, &PluginStatusListStub{ID: p.Type + "/" + p.Name, Type: p.Type, PluginListStub: p})
+			out = append(out, &api.PluginStatusListStub{ID: p.Type + "/" + p.Name, Type: p.Type, PluginListStub: p})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -84,7 +86,7 @@ func (s *Server) getPlugin(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := s.cfg.Backend.Plugin(r.Context(), id)
 	if err == nil && p == nil {
-		err = ErrNotFound
+		err = api.ErrNotFound
 	}
 	if err != nil {
 		writeError(w, r, s.log, fmt.Errorf("plugin %q: %w", id, err))

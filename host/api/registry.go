@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // RegistryBackend is the part of a backend that lists the plugin registry,
@@ -14,11 +16,11 @@ type RegistryBackend interface {
 	// RegisteredPlugins lists every registered plugin, of pluginType or
 	// of every type when it is "", and the plugins of types other than
 	// CSI's that allocations meant to run declare but have not registered.
-	RegisteredPlugins(ctx context.Context, pluginType string) ([]*PluginListStub, error)
+	RegisteredPlugins(ctx context.Context, pluginType string) ([]*api.PluginListStub, error)
 	// RegisteredPlugin describes one; ErrNotFound when nothing is
 	// registered under that type and name and no allocation meant to run
 	// declares it.
-	RegisteredPlugin(ctx context.Context, pluginType, name string) (*Plugin, error)
+	RegisteredPlugin(ctx context.Context, pluginType, name string) (*api.Plugin, error)
 }
 
 // registryNamePattern is what a plugin type or name in a path may be: the
@@ -28,7 +30,7 @@ var registryNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$
 func (s *Server) registryBackend(w http.ResponseWriter, r *http.Request) (RegistryBackend, bool) {
 	rb, ok := s.cfg.Backend.(RegistryBackend)
 	if !ok {
-		writeError(w, r, s.log, fmt.Errorf("this agent has no plugin registry: %w", ErrNotFound))
+		writeError(w, r, s.log, fmt.Errorf("this agent has no plugin registry: %w", api.ErrNotFound))
 	}
 	return rb, ok
 }
@@ -49,7 +51,7 @@ func (s *Server) listRegistered(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if out == nil {
-		out = []*PluginListStub{}
+		out = []*api.PluginListStub{}
 	}
 	writeJSON(w, s.log, http.StatusOK, out)
 }
@@ -70,7 +72,7 @@ func (s *Server) getRegistered(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := rb.RegisteredPlugin(r.Context(), typ, name)
 	if err == nil && p == nil {
-		err = ErrNotFound
+		err = api.ErrNotFound
 	}
 	if err != nil {
 		writeError(w, r, s.log, fmt.Errorf("plugin %s/%s: %w", typ, name, err))

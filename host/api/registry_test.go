@@ -2,25 +2,28 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // registryFake adds a registry to the fake backend.
 type registryFake struct {
 	*fakeBackend
-	plugins map[string]*Plugin // "type/name"
+	plugins map[string]*api.Plugin // "type/name"
 }
 
-func (r *registryFake) RegisteredPlugins(_ context.Context, typ string) ([]*PluginListStub, error) {
-	var out []*PluginListStub
+func (r *registryFake) RegisteredPlugins(_ context.Context, typ string) ([]*api.PluginListStub, error) {
+	var out []*api.PluginListStub
 	for _, p := range r.plugins {
 		if typ == "" || p.Type == typ {
-			stub := &PluginListStub{Type: p.Type, Name: p.Name, Instances: len(p.Instances),
+			stub := &api.PluginListStub{Type: p.Type, Name: p.Name, Instances: len(p.Instances),
 				Healthy: p.Healthy, Expected: p.Expected}
 			if p.Active != nil {
 				stub.ActiveAllocID, stub.SocketPath = p.Active.AllocID, p.Active.SocketPath
@@ -31,19 +34,19 @@ func (r *registryFake) RegisteredPlugins(_ context.Context, typ string) ([]*Plug
 	return out, nil
 }
 
-func (r *registryFake) RegisteredPlugin(_ context.Context, typ, name string) (*Plugin, error) {
+func (r *registryFake) RegisteredPlugin(_ context.Context, typ, name string) (*api.Plugin, error) {
 	if p, ok := r.plugins[typ+"/"+name]; ok {
 		return p, nil
 	}
-	return nil, ErrNotFound
+	return nil, api.ErrNotFound
 }
 
 func TestRegistryEndpoints(t *testing.T) {
-	inst := &PluginInstance{Type: "kv", Name: "main", AllocID: "a1", SocketPath: "/run/x.sock", Active: true, RegisteredAt: time.Unix(1, 0).UTC()}
+	inst := &api.PluginInstance{Type: "kv", Name: "main", AllocID: "a1", SocketPath: "/run/x.sock", Active: true, RegisteredAt: time.Unix(1, 0).UTC()}
 	var rf *registryFake
 	ts := startServer(t, func(c *ServerConfig) {
 		rf = &registryFake{fakeBackend: c.Backend.(*fakeBackend),
-			plugins: map[string]*Plugin{"kv/main": {Type: "kv", Name: "main", Active: inst, Instances: []*PluginInstance{inst}}}}
+			plugins: map[string]*api.Plugin{"kv/main": {Type: "kv", Name: "main", Active: inst, Instances: []*api.PluginInstance{inst}}}}
 		c.Backend = rf
 	})
 	ctx := context.Background()
@@ -51,7 +54,7 @@ func TestRegistryEndpoints(t *testing.T) {
 	if err != nil || p.Active == nil || p.Active.SocketPath != "/run/x.sock" {
 		t.Fatalf("RegisteredPlugin = %+v, %v", p, err)
 	}
-	if _, err := ts.client.RegisteredPlugin(ctx, "kv", "other"); !errors.Is(err, ErrNotFound) {
+	if _, err := ts.client.RegisteredPlugin(ctx, "kv", "other"); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("unknown plugin: %v", err)
 	}
 	list, err := ts.client.RegisteredPlugins(ctx, "")
@@ -59,7 +62,7 @@ func TestRegistryEndpoints(t *testing.T) {
 		t.Fatalf("RegisteredPlugins = %+v, %v", list, err)
 	}
 	// The CSI path keeps its meaning.
-	if _, err := ts.client.Plugin(ctx, "main"); !errors.Is(err, ErrNotFound) {
+	if _, err := ts.client.Plugin(ctx, "main"); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("CSI plugin lookup: %v", err)
 	}
 	for path, field := range map[string]string{
@@ -77,7 +80,7 @@ func TestRegistryEndpoints(t *testing.T) {
 // A backend without a registry answers 404, not a panic.
 func TestRegistryEndpointsWithoutRegistry(t *testing.T) {
 	ts := startServer(t, nil)
-	if _, err := ts.client.RegisteredPlugins(context.Background(), ""); !errors.Is(err, ErrNotFound) {
+	if _, err := ts.client.RegisteredPlugins(context.Background(), ""); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -87,15 +90,15 @@ func TestRegistryEndpointsWithoutRegistry(t *testing.T) {
 // registration is not listed again), and the other types as TYPE/NAME,
 // registered or only declared. ?type=csi keeps Nomad's list.
 func TestAllPlugins(t *testing.T) {
-	inst := &PluginInstance{Type: "kv", Name: "main", AllocID: "a1", SocketPath: "/run/x.sock", Active: true}
-	node := &PluginInstance{Type: "csi-node", Name: "mockcsi", AllocID: "a2", SocketPath: "/run/c.sock", Active: true}
+	inst := &api.PluginInstance{Type: "kv", Name: "main", AllocID: "a1", SocketPath: "/run/x.sock", Active: true}
+	node := &api.PluginInstance{Type: "csi-node", Name: "mockcsi", AllocID: "a2", SocketPath: "/run/c.sock", Active: true}
 	ts := startServer(t, func(c *ServerConfig) {
 		be := c.Backend.(*fakeBackend)
-		be.plugins["mockcsi"] = &CSIPlugin{ID: "mockcsi", Provider: "mock.csi", NodesExpected: 1}
-		c.Backend = &registryFake{fakeBackend: be, plugins: map[string]*Plugin{
-			"kv/main":          {Type: "kv", Name: "main", Active: inst, Instances: []*PluginInstance{inst}, Healthy: 1, Expected: 1},
-			"kv/later":         {Type: "kv", Name: "later", Expected: 1, Waiting: []*PluginInstance{{AllocID: "a3", HealthDescription: "starting"}}},
-			"csi-node/mockcsi": {Type: "csi-node", Name: "mockcsi", Active: node, Instances: []*PluginInstance{node}},
+		be.plugins["mockcsi"] = &api.CSIPlugin{ID: "mockcsi", Provider: "mock.csi", NodesExpected: 1}
+		c.Backend = &registryFake{fakeBackend: be, plugins: map[string]*api.Plugin{
+			"kv/main":          {Type: "kv", Name: "main", Active: inst, Instances: []*api.PluginInstance{inst}, Healthy: 1, Expected: 1},
+			"kv/later":         {Type: "kv", Name: "later", Expected: 1, Waiting: []*api.PluginInstance{{AllocID: "a3", HealthDescription: "starting"}}},
+			"csi-node/mockcsi": {Type: "csi-node", Name: "mockcsi", Active: node, Instances: []*api.PluginInstance{node}},
 		}}
 	})
 	ctx := context.Background()
@@ -124,7 +127,15 @@ func TestAllPlugins(t *testing.T) {
 	raw := func(q url.Values) []map[string]any {
 		t.Helper()
 		var out []map[string]any
-		if err := ts.client.do(ctx, http.MethodGet, "/v1/plugins", q, nil, &out); err != nil {
+		path := "/v1/plugins"
+		if len(q) > 0 {
+			path += "?" + q.Encode()
+		}
+		code, body := ts.rawGet(t, path)
+		if code != http.StatusOK {
+			t.Fatalf("/v1/plugins?%s: %d %s", q.Encode(), code, body)
+		}
+		if err := json.Unmarshal(body, &out); err != nil {
 			t.Fatalf("/v1/plugins?%s: %v", q.Encode(), err)
 		}
 		return out

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"slices"
+
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // route is one entry of the API's URL map.
@@ -79,7 +81,7 @@ func (s *Server) routeTable() []route {
 	}
 	return append(rt, route{pattern: "/", methods: []string{http.MethodGet},
 		handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, s.log, http.StatusNotFound, ErrorResponse{
+			writeJSON(w, s.log, http.StatusNotFound, api.ErrorResponse{
 				Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path),
 			})
 		})})

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/resolver"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
 
@@ -29,14 +30,14 @@ import (
 // the registry routes reach a backend too.
 type countingRegistry struct{ *fakeBackend }
 
-func (c countingRegistry) RegisteredPlugins(context.Context, string) ([]*PluginListStub, error) {
+func (c countingRegistry) RegisteredPlugins(context.Context, string) ([]*api.PluginListStub, error) {
 	c.calls.Add(1)
 	return nil, nil
 }
 
-func (c countingRegistry) RegisteredPlugin(context.Context, string, string) (*Plugin, error) {
+func (c countingRegistry) RegisteredPlugin(context.Context, string, string) (*api.Plugin, error) {
 	c.calls.Add(1)
-	return nil, ErrNotFound
+	return nil, api.ErrNotFound
 }
 
 // lockedBuffer collects the server's log lines to look for secrets in.
@@ -122,7 +123,7 @@ type rawResp struct {
 	status int
 	header http.Header
 	body   []byte
-	er     ErrorResponse
+	er     api.ErrorResponse
 }
 
 func (ts *tcpServer) do(t *testing.T, rq rawReq) rawResp {
@@ -194,9 +195,9 @@ func TestGuardEveryRoute(t *testing.T) {
 	ts := startTCPServer(t)
 	mgmt, read := ts.tokens.Management(), ts.tokens.Read()
 	port := ts.srv.Addr()[strings.LastIndex(ts.srv.Addr(), ":")+1:]
-	auth := func(tok string) http.Header { return http.Header{HeaderToken: {tok}} }
+	auth := func(tok string) http.Header { return http.Header{api.HeaderToken: {tok}} }
 	jsonAuth := func(tok string) http.Header {
-		return http.Header{HeaderToken: {tok}, "Content-Type": {"application/json"}}
+		return http.Header{api.HeaderToken: {tok}, "Content-Type": {"application/json"}}
 	}
 	type tcase struct {
 		name   string
@@ -214,17 +215,17 @@ func TestGuardEveryRoute(t *testing.T) {
 	cases := []tcase{
 		{"no token", func(m, p string) rawReq {
 			return rawReq{method: m, path: p, body: body(m), header: http.Header{"Content-Type": {"application/json"}}}
-		}, nil, http.StatusUnauthorized, HeaderToken},
+		}, nil, http.StatusUnauthorized, api.HeaderToken},
 		{"wrong token", func(m, p string) rawReq {
 			return rawReq{method: m, path: p, body: body(m), header: jsonAuth(wrongToken(mgmt))}
-		}, nil, http.StatusForbidden, HeaderToken},
+		}, nil, http.StatusForbidden, api.HeaderToken},
 		{"bearer wrong token", func(m, p string) rawReq {
 			return rawReq{method: m, path: p, body: body(m), header: http.Header{"Authorization": {"Bearer nope-nope-nope-nope"},
 				"Content-Type": {"application/json"}}}
-		}, nil, http.StatusForbidden, HeaderToken},
+		}, nil, http.StatusForbidden, api.HeaderToken},
 		{"read token on a mutating method or management route", func(m, p string) rawReq {
 			return rawReq{method: m, path: p, body: body(m), header: jsonAuth(read)}
-		}, func(m string, management bool) bool { return mutating(m) || management }, http.StatusForbidden, HeaderToken},
+		}, func(m string, management bool) bool { return mutating(m) || management }, http.StatusForbidden, api.HeaderToken},
 		{"foreign Host", func(m, p string) rawReq {
 			return rawReq{method: m, path: p, body: body(m), header: jsonAuth(mgmt), host: "evil.example:" + port}
 		}, nil, http.StatusForbidden, "Host"},
@@ -234,10 +235,10 @@ func TestGuardEveryRoute(t *testing.T) {
 			return rawReq{method: m, path: p, body: body(m), header: h}
 		}, nil, http.StatusForbidden, "Origin"},
 		{"text/plain body", func(m, p string) rawReq {
-			return rawReq{method: m, path: p, body: body(m), header: http.Header{HeaderToken: {mgmt}, "Content-Type": {"text/plain"}}}
+			return rawReq{method: m, path: p, body: body(m), header: http.Header{api.HeaderToken: {mgmt}, "Content-Type": {"text/plain"}}}
 		}, func(m string, _ bool) bool { return mutating(m) }, http.StatusUnsupportedMediaType, "Content-Type"},
 		{"form body", func(m, p string) rawReq {
-			return rawReq{method: m, path: p, body: body(m), header: http.Header{HeaderToken: {mgmt},
+			return rawReq{method: m, path: p, body: body(m), header: http.Header{api.HeaderToken: {mgmt},
 				"Content-Type": {"application/x-www-form-urlencoded"}}}
 		}, func(m string, _ bool) bool { return mutating(m) }, http.StatusUnsupportedMediaType, "Content-Type"},
 		{"the issue's curl", func(m, p string) rawReq {
@@ -314,7 +315,7 @@ func TestGuardEveryRoute(t *testing.T) {
 // stream, and may not see or rotate the tokens.
 func TestReadTokenScrapes(t *testing.T) {
 	ts := startTCPServer(t)
-	c, err := NewClient(ts.srv.Addr(), WithToken(ts.tokens.Read()))
+	c, err := api.NewClient(ts.srv.Addr(), api.WithToken(ts.tokens.Read()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,16 +330,16 @@ func TestReadTokenScrapes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("read token: events: %v", err)
 	}
-	ts.be.publish(&Event{Topic: TopicAgent, Type: "Ready"})
+	ts.be.publish(&api.Event{Topic: api.TopicAgent, Type: "Ready"})
 	if ev, err := es.Next(ctx); err != nil || ev.Type != "Ready" {
 		t.Fatalf("read token: event = %+v, %v", ev, err)
 	}
 	es.Close()
-	var se *StatusError
+	var se *api.StatusError
 	if _, err := c.Tokens(ctx); !errors.As(err, &se) || se.StatusCode != http.StatusForbidden {
 		t.Errorf("read token: Tokens = %v, want 403", err)
 	}
-	if _, err := c.RotateToken(ctx, TokenTypeRead); !errors.As(err, &se) || se.StatusCode != http.StatusForbidden {
+	if _, err := c.RotateToken(ctx, api.TokenTypeRead); !errors.As(err, &se) || se.StatusCode != http.StatusForbidden {
 		t.Errorf("read token: RotateToken = %v, want 403", err)
 	}
 	if _, err := c.RegisterJobSource(ctx, "x.hcl", []byte("job \"x\" {}")); !errors.As(err, &se) || se.StatusCode != http.StatusForbidden {
@@ -354,7 +355,7 @@ func TestRotationWithoutRestart(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", cfgHome)
 	t.Setenv("SUDO_USER", "")
 	ts := startTCPServer(t)
-	path, err := UserTokenPath(ts.srv.Addr())
+	path, err := api.UserTokenPath(ts.srv.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +371,7 @@ func TestRotationWithoutRestart(t *testing.T) {
 	defer cancel()
 
 	// A client without a token reads the per-user file.
-	own, err := NewClient(ts.srv.Addr())
+	own, err := api.NewClient(ts.srv.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +381,7 @@ func TestRotationWithoutRestart(t *testing.T) {
 	}
 	// "localhost" finds the file of 127.0.0.1.
 	port := ts.srv.Addr()[strings.LastIndex(ts.srv.Addr(), ":")+1:]
-	viaName, err := NewClient("localhost:" + port)
+	viaName, err := api.NewClient("localhost:" + port)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +391,7 @@ func TestRotationWithoutRestart(t *testing.T) {
 	}
 
 	oldRead, oldMgmt := ts.tokens.Read(), ts.tokens.Management()
-	reader, err := NewClient(ts.srv.Addr(), WithToken(oldRead))
+	reader, err := api.NewClient(ts.srv.Addr(), api.WithToken(oldRead))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +402,7 @@ func TestRotationWithoutRestart(t *testing.T) {
 	}
 	defer es.Close()
 
-	toks, err := own.RotateToken(ctx, TokenTypeRead)
+	toks, err := own.RotateToken(ctx, api.TokenTypeRead)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +420,7 @@ func TestRotationWithoutRestart(t *testing.T) {
 		}
 		t.Logf("event before the end: %+v", ev)
 	}
-	var se *StatusError
+	var se *api.StatusError
 	if _, err := reader.Jobs(ctx); !errors.As(err, &se) || se.StatusCode != http.StatusForbidden {
 		t.Errorf("old read token after rotation: %v, want 403", err)
 	}
@@ -427,17 +428,17 @@ func TestRotationWithoutRestart(t *testing.T) {
 		t.Errorf("management token after the read rotation: %v", err)
 	}
 
-	if _, err := own.RotateToken(ctx, TokenTypeManagement); err != nil {
+	if _, err := own.RotateToken(ctx, api.TokenTypeManagement); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := readTokenSecret(path); err != nil || got != ts.tokens.Management() || got == oldMgmt {
-		t.Errorf("per-user file after rotation: %q, %v", got, err)
+	if raw, err := os.ReadFile(path); err != nil || strings.TrimSpace(string(raw)) != ts.tokens.Management() || strings.TrimSpace(string(raw)) == oldMgmt {
+		t.Errorf("per-user file after rotation: %q, %v", raw, err)
 	}
 	// The client reading the file follows; one holding the old token fails.
 	if _, err := own.Jobs(ctx); err != nil {
 		t.Errorf("per-user client after the management rotation: %v", err)
 	}
-	stale, err := NewClient(ts.srv.Addr(), WithToken(oldMgmt))
+	stale, err := api.NewClient(ts.srv.Addr(), api.WithToken(oldMgmt))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,8 +453,8 @@ func TestRotationWithoutRestart(t *testing.T) {
 		t.Errorf("per-user file after Unpublish: %v", err)
 	}
 	// Without the file the client sends nothing and the answer says why.
-	if _, err := own.Jobs(ctx); !errors.As(err, &se) || se.StatusCode != http.StatusUnauthorized || !strings.Contains(se.ErrorResponse.Error, EnvToken) {
-		t.Errorf("client without a token: %v, want 401 naming %s", err, EnvToken)
+	if _, err := own.Jobs(ctx); !errors.As(err, &se) || se.StatusCode != http.StatusUnauthorized || !strings.Contains(se.ErrorResponse.Error, api.EnvToken) {
+		t.Errorf("client without a token: %v, want 401 naming %s", err, api.EnvToken)
 	}
 
 	logs := ts.logs.String()
@@ -498,7 +499,7 @@ func TestTokensPersist(t *testing.T) {
 	if b.Management() != a.Management() || b.Read() != a.Read() {
 		t.Errorf("tokens changed across a reopen")
 	}
-	if err := b.Rotate(TokenTypeRead); err != nil {
+	if err := b.Rotate(api.TokenTypeRead); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(path, 0o644); err != nil {
@@ -524,13 +525,13 @@ func TestTokensPersist(t *testing.T) {
 	if d.Management() != fromCfg || d.Read() != b.Read() {
 		t.Errorf("config token did not win over the file")
 	}
-	if tok := d.authenticate(fromCfg); tok == nil || tok.typ != TokenTypeManagement {
+	if tok := d.authenticate(fromCfg); tok == nil || tok.typ != api.TokenTypeManagement {
 		t.Errorf("config token does not authenticate")
 	}
 	if tok := d.authenticate(a.Management()); tok != nil {
 		t.Errorf("the generated management token works while the config sets one")
 	}
-	if err := d.Rotate(TokenTypeManagement); !errors.Is(err, ErrTokenFromConfig) {
+	if err := d.Rotate(api.TokenTypeManagement); !errors.Is(err, ErrTokenFromConfig) {
 		t.Errorf("rotating a config token: %v", err)
 	}
 	for _, bad := range []TokensConfig{
@@ -558,7 +559,7 @@ func TestUnixSocketNeedsNoToken(t *testing.T) {
 	if _, err := ts.client.Jobs(ctx); err != nil {
 		t.Fatalf("unix socket without a token: %v", err)
 	}
-	if _, err := ts.client.Tokens(ctx); !errors.Is(err, ErrNotFound) {
+	if _, err := ts.client.Tokens(ctx); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("Tokens without ServerConfig.Tokens: %v, want 404", err)
 	}
 	hc := &http.Client{Transport: &http.Transport{
@@ -618,9 +619,9 @@ func TestResolverWithTokenOverTCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := &PluginInstance{Type: "kv", Name: "main", AllocID: "a1", SocketPath: "/run/kv.sock", Active: true}
+	inst := &api.PluginInstance{Type: "kv", Name: "main", AllocID: "a1", SocketPath: "/run/kv.sock", Active: true}
 	srv, err := NewServer(ServerConfig{Addr: "127.0.0.1:0", Tokens: tokens, Backend: &registryFake{fakeBackend: newFakeBackend(),
-		plugins: map[string]*Plugin{"kv/main": {Type: "kv", Name: "main", Active: inst, Instances: []*PluginInstance{inst}}}}})
+		plugins: map[string]*api.Plugin{"kv/main": {Type: "kv", Name: "main", Active: inst, Instances: []*api.PluginInstance{inst}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -635,14 +636,14 @@ func TestResolverWithTokenOverTCP(t *testing.T) {
 	t.Setenv("SUDO_USER", "")
 	for _, c := range []struct {
 		name string
-		opts []ClientOption
-	}{{"read token", []ClientOption{WithToken(tokens.Read())}}, {"no token", nil}} {
-		client, err := NewClient(srv.Addr(), c.opts...)
+		opts []api.ClientOption
+	}{{"read token", []api.ClientOption{api.WithToken(tokens.Read())}}, {"no token", nil}} {
+		client, err := api.NewClient(srv.Addr(), c.opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cc := recordingConn{states: make(chan resolver.State, 4), errs: make(chan error, 1)}
-		r, err := NewResolverBuilder(client).Build(resolver.Target{URL: url.URL{Scheme: ResolverScheme, Path: "/kv/main"}}, cc, resolver.BuildOptions{})
+		r, err := api.NewResolverBuilder(client).Build(resolver.Target{URL: url.URL{Scheme: api.ResolverScheme, Path: "/kv/main"}}, cc, resolver.BuildOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -652,7 +653,7 @@ func TestResolverWithTokenOverTCP(t *testing.T) {
 				t.Errorf("%s: resolver state %+v", c.name, st)
 			}
 		case err := <-cc.errs:
-			var se *StatusError
+			var se *api.StatusError
 			if c.opts != nil || !errors.As(err, &se) || se.StatusCode != http.StatusUnauthorized {
 				t.Errorf("%s: resolver error %v", c.name, err)
 			}

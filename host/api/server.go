@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
 
@@ -62,7 +63,7 @@ type ServerConfig struct {
 type Server struct {
 	cfg  ServerConfig
 	log  hclog.Logger
-	addr Addr
+	addr api.Addr
 	ln   net.Listener
 	http *http.Server
 	// promHandler writes the Prometheus text format of cfg.Metrics.
@@ -86,7 +87,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Backend == nil {
 		return nil, errors.New("api: ServerConfig.Backend is nil")
 	}
-	addr, err := ParseAddr(cfg.Addr)
+	addr, err := api.ParseAddr(cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
@@ -178,7 +179,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // listen opens addr; for a unix socket it prepares the directory, clears a
 // stale socket and sets mode 0600.
-func listen(addr Addr) (net.Listener, error) {
+func listen(addr api.Addr) (net.Listener, error) {
 	if addr.Network == "tcp" {
 		ln, err := net.Listen("tcp", addr.Address)
 		if err != nil {
@@ -245,7 +246,7 @@ func lockSocket(path string) (*os.File, error) {
 // does anything else. It is advice: NewServer decides, under the lock. TCP
 // addresses are left to the kernel.
 func CheckAddrFree(addr string) error {
-	a, err := ParseAddr(addr)
+	a, err := api.ParseAddr(addr)
 	if err != nil {
 		return err
 	}

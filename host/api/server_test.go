@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
 
@@ -36,7 +37,7 @@ func shortDir(t testing.TB) string {
 type testServer struct {
 	srv    *Server
 	be     *fakeBackend
-	client *Client
+	client *api.Client
 	sock   string
 }
 
@@ -72,7 +73,7 @@ func startServer(t testing.TB, mod func(*ServerConfig)) *testServer {
 			t.Errorf("Serve did not return after its context ended")
 		}
 	})
-	c, err := NewClient(srv.Addr())
+	c, err := api.NewClient(srv.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 // rawDo sends a raw request over the server's socket and decodes the error
 // body, for tests of what the Go client would never send.
-func (ts *testServer) rawDo(t *testing.T, method, path, body string) (int, ErrorResponse) {
+func (ts *testServer) rawDo(t *testing.T, method, path, body string) (int, api.ErrorResponse) {
 	t.Helper()
 	hc := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -111,7 +112,7 @@ func (ts *testServer) rawDo(t *testing.T, method, path, body string) (int, Error
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
-	var er ErrorResponse
+	var er api.ErrorResponse
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode >= 300 {
 		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
@@ -164,7 +165,7 @@ func TestUnixSocketLifecycle(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx) }()
-	c, err := NewClient("unix://" + sock)
+	c, err := api.NewClient("unix://" + sock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +264,7 @@ func TestLoopbackTCP(t *testing.T) {
 	if strings.HasSuffix(srv.Addr(), ":0") {
 		t.Fatalf("Addr() = %s, want the bound port", srv.Addr())
 	}
-	c, err := NewClient("http://"+srv.Addr(), WithToken(tokens.Read()))
+	c, err := api.NewClient("http://"+srv.Addr(), api.WithToken(tokens.Read()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +298,7 @@ func TestParseAddr(t *testing.T) {
 		{"127.0.0.1:65536", "", "", "not a number"},
 	}
 	for _, c := range cases {
-		a, err := ParseAddr(c.in)
+		a, err := api.ParseAddr(c.in)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("ParseAddr(%q) err = %v, want %q", c.in, err, c.err)
@@ -307,7 +308,7 @@ func TestParseAddr(t *testing.T) {
 		if err != nil || a.Network != c.network || a.Address != c.address {
 			t.Errorf("ParseAddr(%q) = %+v, %v", c.in, a, err)
 		}
-		if b, err := ParseAddr(a.String()); err != nil || b != a {
+		if b, err := api.ParseAddr(a.String()); err != nil || b != a {
 			t.Errorf("round trip of %q: %+v, %v", c.in, b, err)
 		}
 	}
@@ -346,7 +347,7 @@ func TestClientEndpoints(t *testing.T) {
 
 	// A parse error comes back as 400 on Source with its location.
 	_, err = c.RegisterJobSource(ctx, "bad.hcl", []byte("bogus = 1"))
-	var se *StatusError
+	var se *api.StatusError
 	if !errors.As(err, &se) || se.StatusCode != 400 || se.Field != "Source" {
 		t.Fatalf("parse error: %v", err)
 	}
@@ -374,20 +375,20 @@ func TestClientEndpoints(t *testing.T) {
 	if err != nil || j.Type != "batch" {
 		t.Errorf("Job = %+v, %v", j, err)
 	}
-	if _, err := c.Job(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := c.Job(ctx, "nope"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("unknown job: err = %v, want ErrNotFound", err)
 	}
 
 	// Allocations, with prefix lookup.
 	be.mu.Lock()
-	be.allocs["aaaa1111"] = &Allocation{AllocListStub: AllocListStub{ID: "aaaa1111", JobID: "parsed", TaskGroup: "g", ClientStatus: "running"}, Tasks: []string{"t"}}
-	be.allocs["aaaa2222"] = &Allocation{AllocListStub: AllocListStub{ID: "aaaa2222", JobID: "parsed", TaskGroup: "g", ClientStatus: "failed"}, Tasks: []string{"t"}}
+	be.allocs["aaaa1111"] = &api.Allocation{AllocListStub: api.AllocListStub{ID: "aaaa1111", JobID: "parsed", TaskGroup: "g", ClientStatus: "running"}, Tasks: []string{"t"}}
+	be.allocs["aaaa2222"] = &api.Allocation{AllocListStub: api.AllocListStub{ID: "aaaa2222", JobID: "parsed", TaskGroup: "g", ClientStatus: "failed"}, Tasks: []string{"t"}}
 	be.mu.Unlock()
 	allocs, err := c.JobAllocations(ctx, "parsed")
 	if err != nil || len(allocs) != 2 || allocs[1].ClientStatus != "failed" {
 		t.Errorf("JobAllocations = %v, %v", allocs, err)
 	}
-	if _, err := c.JobAllocations(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := c.JobAllocations(ctx, "nope"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("allocations of unknown job: %v", err)
 	}
 	a, err := c.Allocation(ctx, "aaaa2")
@@ -406,17 +407,17 @@ func TestClientEndpoints(t *testing.T) {
 	if len(be.stopped) != 1 || be.stopped[0] != "parsed purge=true" {
 		t.Errorf("stopped = %v", be.stopped)
 	}
-	if err := c.StopJob(ctx, "nope", false); !errors.Is(err, ErrNotFound) {
+	if err := c.StopJob(ctx, "nope", false); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("stop unknown job: %v", err)
 	}
 
 	// Plugins.
 	be.mu.Lock()
-	be.plugins["mockcsi"] = &CSIPlugin{ID: "mockcsi", Provider: "mock.csi", Version: "1.0",
+	be.plugins["mockcsi"] = &api.CSIPlugin{ID: "mockcsi", Provider: "mock.csi", Version: "1.0",
 		ControllersHealthy: 1, ControllersExpected: 1, NodesHealthy: 1, NodesExpected: 1,
 		ActiveNode: "aaaa1111",
-		Nodes: map[string]*CSIInfo{"aaaa1111": {AllocID: "aaaa1111", Healthy: true,
-			NodeInfo: &CSINodeInfo{ID: "node1", MaxVolumes: 10}}}}
+		Nodes: map[string]*api.CSIInfo{"aaaa1111": {AllocID: "aaaa1111", Healthy: true,
+			NodeInfo: &api.CSINodeInfo{ID: "node1", MaxVolumes: 10}}}}
 	be.mu.Unlock()
 	ps, err := c.Plugins(ctx)
 	if err != nil || len(ps) != 1 || ps[0].Provider != "mock.csi" || ps[0].NodesHealthy != 1 {
@@ -426,7 +427,7 @@ func TestClientEndpoints(t *testing.T) {
 	if err != nil || p.ActiveNode != "aaaa1111" || p.Nodes["aaaa1111"].NodeInfo.MaxVolumes != 10 {
 		t.Errorf("Plugin = %+v, %v", p, err)
 	}
-	if _, err := c.Plugin(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := c.Plugin(ctx, "nope"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("unknown plugin: %v", err)
 	}
 
@@ -443,7 +444,7 @@ func TestClientEndpoints(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	ts := startServer(t, func(c *ServerConfig) { c.MaxBodyBytes = 1024 })
 	ts.be.mu.Lock()
-	ts.be.allocs["a1"] = &Allocation{AllocListStub: AllocListStub{ID: "a1"}, Tasks: []string{"t1", "t2"}}
+	ts.be.allocs["a1"] = &api.Allocation{AllocListStub: api.AllocListStub{ID: "a1"}, Tasks: []string{"t1", "t2"}}
 	ts.be.mu.Unlock()
 	cases := []struct {
 		method, path, body string
@@ -500,7 +501,7 @@ func TestPanickingBackend(t *testing.T) {
 	ts.be.mu.Unlock()
 	ctx := context.Background()
 	_, err := ts.client.Jobs(ctx)
-	var se *StatusError
+	var se *api.StatusError
 	if !errors.As(err, &se) || se.StatusCode != 500 || !strings.Contains(se.ErrorResponse.Error, "boom") {
 		t.Fatalf("panicking handler: err = %v, want 500 naming the panic", err)
 	}
@@ -529,8 +530,8 @@ func TestEventStreamOrderAndEnd(t *testing.T) {
 	const n = 200
 	go func() {
 		for i := 1; i <= n; i++ {
-			ts.be.publish(&Event{Topic: TopicTask, Type: "TaskEvent", Key: "a1", Index: uint64(i),
-				Payload: EventPayload{AllocID: "a1", TaskName: "t", TaskEvent: &TaskEvent{Type: TaskStarted}}})
+			ts.be.publish(&api.Event{Topic: api.TopicTask, Type: "TaskEvent", Key: "a1", Index: uint64(i),
+				Payload: api.EventPayload{AllocID: "a1", TaskName: "t", TaskEvent: &api.TaskEvent{Type: api.TaskStarted}}})
 		}
 	}()
 	for i := 1; i <= n; i++ {
@@ -538,7 +539,7 @@ func TestEventStreamOrderAndEnd(t *testing.T) {
 		if err != nil {
 			t.Fatalf("event %d: %v", i, err)
 		}
-		if ev.Index != uint64(i) || ev.Payload.TaskEvent == nil || ev.Payload.TaskEvent.Type != TaskStarted {
+		if ev.Index != uint64(i) || ev.Payload.TaskEvent == nil || ev.Payload.TaskEvent.Type != api.TaskStarted {
 			t.Fatalf("event %d = %+v", i, ev)
 		}
 	}
@@ -559,14 +560,14 @@ func TestEventStreamTopicFilterHeartbeatAndBackendClose(t *testing.T) {
 	ts := startServer(t, func(c *ServerConfig) { c.Heartbeat = 5 * time.Millisecond })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	stream, err := ts.client.Events(ctx, TopicPlugin)
+	stream, err := ts.client.Events(ctx, api.TopicPlugin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stream.Close()
 	<-ts.be.subd
-	ts.be.publish(&Event{Topic: TopicTask, Index: 1})
-	ts.be.publish(&Event{Topic: TopicPlugin, Index: 2, Payload: EventPayload{Plugin: &CSIInfo{PluginID: "p", Healthy: true}}})
+	ts.be.publish(&api.Event{Topic: api.TopicTask, Index: 1})
+	ts.be.publish(&api.Event{Topic: api.TopicPlugin, Index: 2, Payload: api.EventPayload{Plugin: &api.CSIInfo{PluginID: "p", Healthy: true}}})
 	ev, err := stream.Next(ctx)
 	if err != nil || ev.Index != 2 || !ev.Payload.Plugin.Healthy {
 		t.Fatalf("filtered stream: %+v, %v", ev, err)
@@ -603,7 +604,7 @@ func TestAllocLogs(t *testing.T) {
 	ts := startServer(t, nil)
 	be, c := ts.be, ts.client
 	be.mu.Lock()
-	be.allocs["a1"] = &Allocation{AllocListStub: AllocListStub{ID: "a1"}, Tasks: []string{"web"}}
+	be.allocs["a1"] = &api.Allocation{AllocListStub: api.AllocListStub{ID: "a1"}, Tasks: []string{"web"}}
 	be.logs["a1/web/stdout"] = "out line\n"
 	be.logs["a1/web/stderr"] = "err line\n"
 	be.mu.Unlock()
@@ -684,7 +685,7 @@ func TestRegisterWithJobspecParser(t *testing.T) {
 		t.Errorf("registered %+v, backend got %+v", resp, ts.be.ran)
 	}
 	_, err = ts.client.RegisterJobSource(ctx, "bad.hcl", []byte("job \"x\" {\n  typo = 1\n}\n"))
-	var se *StatusError
+	var se *api.StatusError
 	if !errors.As(err, &se) || se.StatusCode != 400 || se.Field != "Source" {
 		t.Fatalf("bad job: %v", err)
 	}
@@ -735,17 +736,17 @@ func TestEventStreamNoticesAndIndex(t *testing.T) {
 	ts := startServer(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := ts.client.EventsFrom(ctx, 0, TopicPlugin); err != nil {
+	if _, err := ts.client.EventsFrom(ctx, 0, api.TopicPlugin); err != nil {
 		t.Fatal(err)
 	}
 	<-ts.be.subd
-	stream, err := ts.client.EventsFrom(ctx, 5, TopicPlugin)
+	stream, err := ts.client.EventsFrom(ctx, 5, api.TopicPlugin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stream.Close()
 	<-ts.be.subd
-	ts.be.publish(&Event{Topic: TopicAgent, Type: "SubscriberDropped", Index: 9, Payload: EventPayload{Message: "behind"}})
+	ts.be.publish(&api.Event{Topic: api.TopicAgent, Type: "SubscriberDropped", Index: 9, Payload: api.EventPayload{Message: "behind"}})
 	if ev, err := stream.Next(ctx); err != nil || ev.Type != "SubscriberDropped" {
 		t.Fatalf("notice through a Plugin-only stream: %+v, %v", ev, err)
 	}

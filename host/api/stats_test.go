@@ -10,29 +10,31 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // AllocStats implements Backend for the fake: every running task of the
 // allocation uses 24 MiB and a tenth of a core, as a cgroup would say.
-func (f *fakeBackend) AllocStats(_ context.Context, id string) (*AllocResourceUsage, error) {
+func (f *fakeBackend) AllocStats(_ context.Context, id string) (*api.AllocResourceUsage, error) {
 	f.calls.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a, ok := f.allocs[id]
 	if !ok {
-		return nil, fmt.Errorf("allocation %q: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("allocation %q: %w", id, api.ErrNotFound)
 	}
-	out := &AllocResourceUsage{Tasks: map[string]*TaskResourceUsage{}, ResourceUsage: &ResourceUsage{
-		MemoryStats: &MemoryStats{}, CpuStats: &CpuStats{}}}
+	out := &api.AllocResourceUsage{Tasks: map[string]*api.TaskResourceUsage{}, ResourceUsage: &api.ResourceUsage{
+		MemoryStats: &api.MemoryStats{}, CpuStats: &api.CpuStats{}}}
 	for name, ts := range a.TaskStates {
-		if ts.State != TaskStateRunning {
+		if ts.State != api.TaskStateRunning {
 			continue
 		}
-		ru := &ResourceUsage{
-			MemoryStats: &MemoryStats{RSS: 24 << 20, Usage: 25 << 20, Measured: []string{"RSS", "Usage"}},
-			CpuStats:    &CpuStats{Percent: 10, TotalTicks: 210, Measured: []string{"Percent"}},
+		ru := &api.ResourceUsage{
+			MemoryStats: &api.MemoryStats{RSS: 24 << 20, Usage: 25 << 20, Measured: []string{"RSS", "Usage"}},
+			CpuStats:    &api.CpuStats{Percent: 10, TotalTicks: 210, Measured: []string{"Percent"}},
 		}
-		out.Tasks[name] = &TaskResourceUsage{ResourceUsage: ru, Timestamp: 1}
+		out.Tasks[name] = &api.TaskResourceUsage{ResourceUsage: ru, Timestamp: 1}
 		out.ResourceUsage.MemoryStats.RSS += ru.MemoryStats.RSS
 		out.Timestamp = 1
 	}
@@ -68,9 +70,9 @@ func (ts *testServer) rawGet(t *testing.T, path string) (int, []byte) {
 func TestAllocStatsEndpoint(t *testing.T) {
 	ts := startServer(t, nil)
 	ts.be.mu.Lock()
-	ts.be.allocs["aaaa1111"] = &Allocation{AllocListStub: AllocListStub{ID: "aaaa1111", ClientStatus: "running",
-		TaskStates: map[string]*TaskState{"web": {State: TaskStateRunning}, "done": {State: TaskStateDead}}}, Tasks: []string{"web", "done"}}
-	ts.be.allocs["aaaa2222"] = &Allocation{AllocListStub: AllocListStub{ID: "aaaa2222"}}
+	ts.be.allocs["aaaa1111"] = &api.Allocation{AllocListStub: api.AllocListStub{ID: "aaaa1111", ClientStatus: "running",
+		TaskStates: map[string]*api.TaskState{"web": {State: api.TaskStateRunning}, "done": {State: api.TaskStateDead}}}, Tasks: []string{"web", "done"}}
+	ts.be.allocs["aaaa2222"] = &api.Allocation{AllocListStub: api.AllocListStub{ID: "aaaa2222"}}
 	ts.be.mu.Unlock()
 	ctx := context.Background()
 
@@ -97,8 +99,8 @@ func TestAllocStatsEndpoint(t *testing.T) {
 
 	// Unknown: 404, JSON error naming the allocation.
 	_, err = ts.client.AllocStats(ctx, "zzz")
-	var se *StatusError
-	if !errors.As(err, &se) || se.StatusCode != http.StatusNotFound || !errors.Is(err, ErrNotFound) ||
+	var se *api.StatusError
+	if !errors.As(err, &se) || se.StatusCode != http.StatusNotFound || !errors.Is(err, api.ErrNotFound) ||
 		!strings.Contains(se.ErrorResponse.Error, `allocation "zzz"`) || !strings.Contains(se.ErrorResponse.Error, "not found") {
 		t.Fatalf("unknown allocation: %v", err)
 	}

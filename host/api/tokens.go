@@ -14,38 +14,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // The API's tokens, as Nomad has them: a management token that may do
 // everything and a read token that may only GET. They guard the TCP
 // listener; on the unix socket the file mode is the authentication.
-
-// Token types, as ACLToken.Type and ACLTokenRotateRequest.Type name them.
-const (
-	TokenTypeManagement = "management"
-	TokenTypeRead       = "read"
-)
-
-// Token sources, as ACLToken.Source names them.
-const (
-	// TokenSourceGenerated: made by the agent at its first start and kept
-	// in the data dir; pluginhost operator token -rotate replaces it.
-	TokenSourceGenerated = "generated"
-	// TokenSourceConfig: set in the agent's config (acl block); only the
-	// config file changes it.
-	TokenSourceConfig = "config"
-)
-
-// HeaderToken is Nomad's token header; "Authorization: Bearer <token>" is
-// accepted too.
-const HeaderToken = "X-Nomad-Token"
-
-// EnvToken is the environment variable the CLI reads a token from (Nomad's
-// NOMAD_TOKEN).
-const EnvToken = "PLUGINHOST_TOKEN"
 
 // TokenFileName is the file under the data dir that keeps the generated
 // tokens, mode 0600.
@@ -180,14 +157,14 @@ func OpenTokens(cfg TokensConfig) (*Tokens, error) {
 		}
 	}
 	set := &tokenSet{
-		management: newToken(TokenTypeManagement, t.generated.Management, TokenSourceGenerated),
-		read:       newToken(TokenTypeRead, t.generated.Read, TokenSourceGenerated),
+		management: newToken(api.TokenTypeManagement, t.generated.Management, api.TokenSourceGenerated),
+		read:       newToken(api.TokenTypeRead, t.generated.Read, api.TokenSourceGenerated),
 	}
 	if cfg.Management != "" {
-		set.management = newToken(TokenTypeManagement, cfg.Management, TokenSourceConfig)
+		set.management = newToken(api.TokenTypeManagement, cfg.Management, api.TokenSourceConfig)
 	}
 	if cfg.Read != "" {
-		set.read = newToken(TokenTypeRead, cfg.Read, TokenSourceConfig)
+		set.read = newToken(api.TokenTypeRead, cfg.Read, api.TokenSourceConfig)
 	}
 	if set.management.secret == set.read.secret {
 		// Only a config token equal to a generated one gets here.
@@ -306,13 +283,13 @@ func (t *Tokens) authenticate(secret string) *token {
 
 // List returns both tokens, secrets included; only management callers see
 // it.
-func (t *Tokens) List() *ACLTokens {
+func (t *Tokens) List() *api.ACLTokens {
 	set := t.cur.Load()
-	return &ACLTokens{Tokens: []*ACLToken{set.management.wire(), set.read.wire()}}
+	return &api.ACLTokens{Tokens: []*api.ACLToken{set.management.wire(), set.read.wire()}}
 }
 
-func (tk *token) wire() *ACLToken {
-	return &ACLToken{Type: tk.typ, SecretID: tk.secret, Source: tk.source}
+func (tk *token) wire() *api.ACLToken {
+	return &api.ACLToken{Type: tk.typ, SecretID: tk.secret, Source: tk.source}
 }
 
 // Management returns the current management token's secret.
@@ -332,14 +309,14 @@ func (t *Tokens) Rotate(typ string) error {
 	next := *old
 	var gone *token
 	switch typ {
-	case TokenTypeManagement:
+	case api.TokenTypeManagement:
 		gone = old.management
-	case TokenTypeRead:
+	case api.TokenTypeRead:
 		gone = old.read
 	default:
-		return fieldErrorf("Type", "must be %q or %q, got %q", TokenTypeManagement, TokenTypeRead, typ)
+		return fieldErrorf("Type", "must be %q or %q, got %q", api.TokenTypeManagement, api.TokenTypeRead, typ)
 	}
-	if gone.source == TokenSourceConfig {
+	if gone.source == api.TokenSourceConfig {
 		return &FieldError{Field: "Type", Err: fmt.Errorf("%s token: %w", typ, ErrTokenFromConfig)}
 	}
 	secret, err := NewTokenSecret()
@@ -347,12 +324,12 @@ func (t *Tokens) Rotate(typ string) error {
 		return err
 	}
 	gen := t.generated
-	if typ == TokenTypeManagement {
+	if typ == api.TokenTypeManagement {
 		gen.Management = secret
-		next.management = newToken(typ, secret, TokenSourceGenerated)
+		next.management = newToken(typ, secret, api.TokenSourceGenerated)
 	} else {
 		gen.Read = secret
-		next.read = newToken(typ, secret, TokenSourceGenerated)
+		next.read = newToken(typ, secret, api.TokenSourceGenerated)
 	}
 	if t.path != "" {
 		if err := writeFileAtomic(t.path, gen); err != nil {
@@ -364,7 +341,7 @@ func (t *Tokens) Rotate(typ string) error {
 	// From here on the old secret authenticates nothing; requests that
 	// were made with it end now.
 	gone.revoke()
-	if typ == TokenTypeManagement && t.published != "" {
+	if typ == api.TokenTypeManagement && t.published != "" {
 		if err := writeSecretFile(t.published, []byte(secret+"\n")); err != nil {
 			return fmt.Errorf("rotate %s token: the new token works, but the per-user copy was not updated: %w", typ, err)
 		}
@@ -419,20 +396,4 @@ func (t *Tokens) Unpublish() error {
 		return fmt.Errorf("unpublish token: %w", err)
 	}
 	return nil
-}
-
-// readTokenSecret reads a token file written by Publish (or by hand): its
-// first line, trimmed; "" if there is none.
-func readTokenSecret(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	raw, err := io.ReadAll(io.LimitReader(f, maxTokenLen+64))
-	if err != nil {
-		return "", fmt.Errorf("read token file %s: %w", path, err)
-	}
-	line, _, _ := strings.Cut(string(raw), "\n")
-	return strings.TrimSpace(line), nil
 }

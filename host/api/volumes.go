@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/pluginhost/pluginhost/api"
 )
 
 func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) {
@@ -16,13 +18,13 @@ func (s *Server) registerVolume(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) registerOrCreate(w http.ResponseWriter, r *http.Request, what string,
-	call func(ctx context.Context, req *CSIVolumeRegisterRequest) (*CSIVolumeRegisterResponse, error)) {
+	call func(ctx context.Context, req *api.CSIVolumeRegisterRequest) (*api.CSIVolumeRegisterResponse, error)) {
 	id, err := pathID(r)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
-	var req CSIVolumeRegisterRequest
+	var req api.CSIVolumeRegisterRequest
 	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -125,7 +127,7 @@ func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if vols == nil {
-		vols = []*CSIVolumeListStub{}
+		vols = []*api.CSIVolumeListStub{}
 	}
 	writeJSON(w, s.log, http.StatusOK, vols)
 }
@@ -142,13 +144,13 @@ func (s *Server) externalVolumes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if vols == nil {
-		vols = []*CSIVolumeExternalStub{}
+		vols = []*api.CSIVolumeExternalStub{}
 	}
-	writeJSON(w, s.log, http.StatusOK, CSIVolumeListExternalResponse{Volumes: vols})
+	writeJSON(w, s.log, http.StatusOK, api.CSIVolumeListExternalResponse{Volumes: vols})
 }
 
 func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request) {
-	var req CSISnapshotCreateRequest
+	var req api.CSISnapshotCreateRequest
 	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -157,7 +159,7 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, fieldErrorf("Snapshots", "is empty: name the volume to snapshot in Snapshots[0].SourceVolumeID"))
 		return
 	}
-	var out CSISnapshotCreateResponse
+	var out api.CSISnapshotCreateResponse
 	for i, sn := range req.Snapshots {
 		if sn == nil || strings.TrimSpace(sn.SourceVolumeID) == "" {
 			writeError(w, r, s.log, fieldErrorf(fmt.Sprintf("Snapshots[%d].SourceVolumeID", i), "is empty"))
@@ -185,9 +187,9 @@ func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if snaps == nil {
-		snaps = []*CSISnapshot{}
+		snaps = []*api.CSISnapshot{}
 	}
-	writeJSON(w, s.log, http.StatusOK, CSISnapshotListResponse{Snapshots: snaps})
+	writeJSON(w, s.log, http.StatusOK, api.CSISnapshotListResponse{Snapshots: snaps})
 }
 
 func (s *Server) deleteSnapshot(w http.ResponseWriter, r *http.Request) {

@@ -7,11 +7,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/csi/plugins"
 	"github.com/pluginhost/pluginhost/csi/volumes"
 	"github.com/pluginhost/pluginhost/dynamic"
-	"github.com/pluginhost/pluginhost/host/api"
+	apiserver "github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/csihook"
 	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/jobspec"
@@ -416,14 +417,14 @@ func VolumeSpec(req *api.CSIVolumeRegisterRequest, register bool) (*volumespec.V
 		}
 		spec, err := volumespec.ParseFor([]byte(req.Source), name, op)
 		if err != nil {
-			return nil, &api.FieldError{Field: "Source", Err: err}
+			return nil, &apiserver.FieldError{Field: "Source", Err: err}
 		}
 		return spec, nil
 	}
 	spec := SpecFromAPI(req.Volumes[0])
 	volumespec.Canonicalize(spec)
 	if err := volumespec.ValidateFor(spec, op); err != nil {
-		return nil, &api.FieldError{Field: "Volumes[0]", Err: err}
+		return nil, &apiserver.FieldError{Field: "Volumes[0]", Err: err}
 	}
 	return spec, nil
 }
@@ -434,9 +435,9 @@ func VolumeError(err error) error {
 	var ce *volumes.ClaimError
 	switch {
 	case errors.As(err, &re):
-		return &api.FieldError{Field: re.Field, Err: re.Err}
+		return &apiserver.FieldError{Field: re.Field, Err: re.Err}
 	case errors.As(err, &ce):
-		return &api.FieldError{Field: ce.Field, Err: ce}
+		return &apiserver.FieldError{Field: ce.Field, Err: ce}
 	case errors.Is(err, volumes.ErrVolumeNotFound):
 		// The caller names the volume; the store's path means nothing
 		// to a user.

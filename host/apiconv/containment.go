@@ -1,7 +1,7 @@
 package apiconv
 
 import (
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/cgroup"
 )
 

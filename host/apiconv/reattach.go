@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/dynamic"
-	"github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/csiplugin"
 )
 

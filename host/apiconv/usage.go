@@ -3,7 +3,7 @@ package apiconv
 import (
 	"slices"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/cgroup"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 )

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // subscriberBuffer is how many events a stream subscriber may fall behind

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
 )
 
 func TestBrokerOrderAndSlowSubscriber(t *testing.T) {

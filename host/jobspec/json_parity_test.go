@@ -16,7 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/api"
+	apiserver "github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
 )
@@ -24,7 +25,7 @@ import (
 // countingBackend records RunJob calls; no other method is reached by
 // these tests (the embedded nil interface would panic if one were).
 type countingBackend struct {
-	api.Backend
+	apiserver.Backend
 	mu  sync.Mutex
 	ran []string
 }
@@ -42,9 +43,9 @@ func (b *countingBackend) RunJob(_ context.Context, job *jobspec.Job) (*api.JobR
 	return &api.JobRegisterResponse{JobID: job.ID}, nil
 }
 
-// startAPI serves a real api.Server on a unix socket and returns an HTTP
+// startAPI serves a real apiserver.Server on a unix socket and returns an HTTP
 // client dialling it.
-func startAPI(t *testing.T, be api.Backend) *http.Client {
+func startAPI(t *testing.T, be apiserver.Backend) *http.Client {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "phjs")
 	if err != nil {
@@ -52,7 +53,7 @@ func startAPI(t *testing.T, be api.Backend) *http.Client {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "api.sock")
-	srv, err := api.NewServer(api.ServerConfig{Addr: "unix://" + sock, Backend: be})
+	srv, err := apiserver.NewServer(apiserver.ServerConfig{Addr: "unix://" + sock, Backend: be})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/pluginhost/pluginhost/dynamic"
 )
 
 // EnvAddr is the environment variable the CLI reads the agent's address from.
@@ -16,8 +14,10 @@ const EnvAddr = "PLUGINHOST_ADDR"
 
 // maxUnixPath is the usable length of sun_path on Linux (108 bytes minus the
 // terminating NUL). Longer paths fail to bind or, worse, get truncated into
-// dial timeouts (Nomad #24295), so they are refused up front.
-const maxUnixPath = dynamic.MaxSocketPathLen
+// dial timeouts (Nomad #24295), so they are refused up front. It is
+// dynamic.MaxSocketPathLen, copied so that this package needs no server
+// package; host/api's TestAddrLimitMatchesDynamic keeps the two equal.
+const maxUnixPath = 107
 
 // Addr is a parsed API address.
 type Addr struct {

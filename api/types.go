@@ -373,3 +373,9 @@ type Containment struct {
 	Controllers   []string `json:",omitempty"`
 	Reason        string   `json:",omitempty"`
 }
+
+// AgentHealth is the body of GET /v1/agent/health.
+type AgentHealth struct {
+	Ready   bool
+	Message string
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +46,11 @@ type resolverBuilder struct {
 }
 
 func (b *resolverBuilder) Scheme() string { return ResolverScheme }
+
+// registryNamePattern is what a plugin type or name in a target may be: the
+// same pattern the server holds the paths of /v1/plugin/TYPE/NAME to
+// (host/api's registryNamePattern).
+var registryNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // ParsePluginTarget splits a pluginhost:///TYPE/NAME target's path into its
 // type and name.

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -91,3 +92,24 @@ func UserTokenDir() (string, error) {
 	}
 	return filepath.Join(dir, "pluginhost", "tokens"), nil
 }
+
+// readTokenSecret reads a token file written by Publish (or by hand): its
+// first line, trimmed; "" if there is none.
+func readTokenSecret(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, maxTokenFileBytes))
+	if err != nil {
+		return "", fmt.Errorf("read token file %s: %w", path, err)
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	return strings.TrimSpace(line), nil
+}
+
+// maxTokenFileBytes bounds what readTokenSecret reads: the longest token
+// an agent accepts (512 bytes, host/api's maxTokenLen) with room for a
+// newline and stray whitespace.
+const maxTokenFileBytes = 512 + 64

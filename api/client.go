@@ -16,8 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/pluginhost/pluginhost/host/jobspec"
 )
 
 // Client talks to an agent's API; one method per endpoint. It is safe for
@@ -179,8 +177,10 @@ func (c *Client) RegisterJobSource(ctx context.Context, filename string, src []b
 	return c.register(ctx, &JobRegisterRequest{Source: string(src), Filename: filename})
 }
 
-// RegisterJob submits a parsed job.
-func (c *Client) RegisterJob(ctx context.Context, job *jobspec.Job) (*JobRegisterResponse, error) {
+// RegisterJob submits a parsed job: a *jobspec.Job of package
+// github.com/pluginhost/pluginhost/host/jobspec, or any value with the same
+// JSON (see JobRegisterRequest.Job).
+func (c *Client) RegisterJob(ctx context.Context, job any) (*JobRegisterResponse, error) {
 	return c.register(ctx, &JobRegisterRequest{Job: job})
 }
 
@@ -234,6 +234,11 @@ func (c *Client) Allocation(ctx context.Context, id string) (*Allocation, error)
 	}
 	return &out, nil
 }
+
+// TrailerError is the HTTP trailer that carries an error which happened after
+// a log stream had started, when the status code was already sent. Clients
+// must check it, or a truncated log would look complete.
+const TrailerError = "X-Pluginhost-Error"
 
 // AllocLogs copies a task's logs to w. task may be empty for a one-task
 // allocation. With follow it returns when ctx is done (returning nil) or the

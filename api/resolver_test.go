@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -30,7 +31,9 @@ func TestResolverBackoffResetsOnceTheAgentAnswers(t *testing.T) {
 			subscribed <- time.Now()
 			w.WriteHeader(http.StatusOK) // and the stream ends at once
 		case strings.HasPrefix(r.URL.Path, "/v1/plugin/"):
-			writeJSON(w, nil, http.StatusNotFound, ErrorResponse{Error: "no such plugin"})
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_ = json.NewEncoder(w).Encode(ErrorResponse{Error: "no such plugin"})
 		default:
 			http.NotFound(w, r)
 		}

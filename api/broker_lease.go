@@ -32,44 +32,6 @@ import (
 // brokerStartStream is go-plugin's GRPCBroker stream method.
 const brokerStartStream = "/plugin.GRPCBroker/StartStream"
 
-// BrokerBackend is the part of a backend that holds broker leases. It is
-// optional: a backend without it answers 404.
-type BrokerBackend interface {
-	// HoldBroker checks that allocID's registration of the plugin is the
-	// launch with pid, calls held, and returns once ctx ends; if the agent
-	// is not stopping it then restarts that launch, whose broker is closed.
-	HoldBroker(ctx context.Context, pluginType, name, allocID string, pid int, held func()) error
-}
-
-func (s *Server) holdBroker(w http.ResponseWriter, r *http.Request) {
-	bb, ok := s.cfg.Backend.(BrokerBackend)
-	if !ok {
-		writeError(w, r, s.log, fmt.Errorf("this agent holds no broker leases: %w", ErrNotFound))
-		return
-	}
-	typ, name := r.PathValue("type"), r.PathValue("name")
-	if !registryNamePattern.MatchString(typ) || !registryNamePattern.MatchString(name) {
-		writeError(w, r, s.log, fieldErrorf("type", "%q/%q is not a plugin type and name (letters, digits, '.', '_', '-')", typ, name))
-		return
-	}
-	q := r.URL.Query()
-	alloc := q.Get("alloc")
-	pid, err := strconv.Atoi(q.Get("pid"))
-	if alloc == "" || err != nil {
-		writeError(w, r, s.log, fieldErrorf("alloc", "alloc and pid name the instance whose broker the lease is for"))
-		return
-	}
-	rc := http.NewResponseController(w)
-	err = bb.HoldBroker(r.Context(), typ, name, alloc, pid, func() {
-		w.Header().Set("Content-Type", "application/x-ndjson")
-		w.WriteHeader(http.StatusOK)
-		_ = rc.Flush()
-	})
-	if err != nil {
-		writeError(w, r, s.log, fmt.Errorf("plugin %s/%s allocation %s: %w", typ, name, alloc, err))
-	}
-}
-
 // brokerLease is a consumer's lease on one instance's broker.
 type brokerLease struct {
 	c   *Client
