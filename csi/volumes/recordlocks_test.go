@@ -22,11 +22,12 @@ func TestRecordLocksPerID(t *testing.T) {
 	}
 
 	// The same ID waits for the holder.
-	got := make(chan struct{})
+	got, released := make(chan struct{}), make(chan struct{})
 	go func() {
 		unlock := l.lock("a")
 		close(got)
 		unlock()
+		close(released)
 	}()
 	select {
 	case <-got:
@@ -35,6 +36,7 @@ func TestRecordLocksPerID(t *testing.T) {
 	}
 	unlockA()
 	<-got
+	<-released
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
