@@ -22,6 +22,10 @@ type PluginInstance struct {
 	// newest registration of the plugin).
 	Active       bool
 	RegisteredAt time.Time `json:",omitzero"`
+	// Reattach is go-plugin's reattach record of a go-plugin plugin's
+	// instance, in the registry's events (the follower switches on it
+	// without asking the agent again); nil for CSI plugins.
+	Reattach *PluginReattach `json:",omitempty"`
 
 	// The fields below are set in GET /v1/plugin/TYPE/NAME, not in
 	// events. Task is the task that provides the plugin; Healthy and

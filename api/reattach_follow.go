@@ -304,7 +304,12 @@ func (f *ReattachFollower) follow(ctx context.Context) (synced bool, err error) 
 				f.set(sctx, nil, fmt.Errorf("plugin %s has no active instance", f.key()))
 				continue
 			}
-			// A new active instance: its reattach record is one question.
+			// A new active instance: the event carries its reattach
+			// record (an agent that does not send it is asked).
+			if rec := ev.Payload.Instance.Reattach; rec != nil {
+				f.set(sctx, rec, nil)
+				continue
+			}
 			if err := f.sync(sctx); err != nil {
 				return true, err
 			}

@@ -91,6 +91,9 @@ func (f *RegistryFollower) subscribe(ctx context.Context, pluginType string) {
 			var inst *api.PluginInstance
 			if act, ok := f.registry.Active(ev.Info.Type, ev.Info.Name); ok {
 				inst = apiconv.PluginInstance(act, true)
+				if rec, err := apiconv.PluginReattach(act.Type, act.Name, act); err == nil {
+					inst.Reattach = rec
+				}
 			}
 			f.publish(&api.Event{
 				Topic: api.TopicPlugin, Type: api.EventPluginActive, Key: ev.Info.Type + "/" + ev.Info.Name,
