@@ -41,11 +41,11 @@ func BenchmarkRunToRunning(b *testing.B) {
 	job := testJob(jobspec.JobTypeService, rawTask("web", "sleep"))
 	n := 0
 	for b.Loop() {
-		ar := a.run(job)
+		ar := a.Run(job)
 		n++
-		a.ev.wait(b, "web", EventStarted, n)
+		a.Events.Wait(b, "web", EventStarted, n)
 		b.StopTimer()
-		a.stop(ar)
+		a.Stop(ar)
 		b.StartTimer()
 	}
 }
@@ -59,24 +59,24 @@ func BenchmarkRestore100(b *testing.B) {
 	for i := range tasks {
 		task := rawTask("web", "sleep")
 		task.Logs = &jobspec.LogConfig{Disabled: true}
-		ar := a.run(testJob(jobspec.JobTypeService, task))
-		a.ev.wait(b, "web", EventStarted, i+1)
+		ar := a.Run(testJob(jobspec.JobTypeService, task))
+		a.Events.Wait(b, "web", EventStarted, i+1)
 		h := handle(b, ar, "web")
 		b.Cleanup(func() { _ = syscall.Kill(-h.Pid, syscall.SIGKILL) })
 	}
 	var heapPerTask, rssPerTask float64
 	for b.Loop() {
 		b.StopTimer()
-		a.close()
+		a.Close()
 		runtime.GC()
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
 		rssBefore := vmRSS(b)
 		b.StartTimer()
 		a = a.restart()
-		a.ev.wait(b, "web", EventReattached, tasks)
+		a.Events.Wait(b, "web", EventReattached, tasks)
 		b.StopTimer()
-		if n := a.ev.count("web", EventStarted); n != 0 {
+		if n := a.Events.Count("web", EventStarted); n != 0 {
 			b.Fatalf("%d tasks started again instead of re-adopted", n)
 		}
 		runtime.GC()

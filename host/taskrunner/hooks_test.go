@@ -49,20 +49,20 @@ func (h *endpointHook) Stop(context.Context, *HookRequest) error {
 func TestExtraHookEnvRestartAndStop(t *testing.T) {
 	a := newAgent(t, "")
 	hook := &endpointHook{}
-	a.cfg.ExtraHooks = func(req *HookRequest) []Hook {
+	a.Cfg.ExtraHooks = func(req *HookRequest) []Hook {
 		if req.Task.Name != "plugin" {
 			return nil
 		}
 		return []Hook{hook}
 	}
-	ar := a.run(testJob(jobspec.JobTypeService, rawTask("plugin", "env", "${NOMAD_TASK_DIR}/${CSI_ENDPOINT}.env")))
-	ev := a.ev.wait(t, "plugin", EventRestartSignal, 1)
+	ar := a.Run(testJob(jobspec.JobTypeService, rawTask("plugin", "env", "${NOMAD_TASK_DIR}/${CSI_ENDPOINT}.env")))
+	ev := a.Events.Wait(t, "plugin", EventRestartSignal, 1)
 	if !strings.Contains(ev.Message, "plugin unhealthy") {
 		t.Fatalf("restart event %q lacks the hook's reason", ev.Message)
 	}
-	a.ev.wait(t, "plugin", EventKilling, 1)
-	a.ev.wait(t, "plugin", "Plugin became healthy", 1)
-	if n := a.ev.count("plugin", EventStarted); n != 2 {
+	a.Events.Wait(t, "plugin", EventKilling, 1)
+	a.Events.Wait(t, "plugin", "Plugin became healthy", 1)
+	if n := a.Events.Count("plugin", EventStarted); n != 2 {
 		t.Fatalf("%d starts, want 2", n)
 	}
 	handle(t, ar, "plugin")
@@ -79,12 +79,12 @@ func TestExtraHookEnvRestartAndStop(t *testing.T) {
 	b := a.restartWith(func(c *Config) {
 		c.ExtraHooks = func(*HookRequest) []Hook { return []Hook{hook2} }
 	})
-	b.ev.wait(t, "plugin", EventReattached, 1)
-	b.ev.wait(t, "plugin", "Plugin became healthy", 1)
+	b.Events.Wait(t, "plugin", EventReattached, 1)
+	b.Events.Wait(t, "plugin", "Plugin became healthy", 1)
 	if !hook2.restored.Load() {
 		t.Fatal("Poststart after re-adoption did not say Restored")
 	}
-	b.stop(b.runners[0])
+	b.Stop(b.Runners[0])
 	if !hook2.stopped.Load() {
 		t.Fatal("Stop hook not run on an explicit stop")
 	}

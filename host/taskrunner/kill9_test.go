@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pluginhost/pluginhost/host/driver"
+	"github.com/pluginhost/pluginhost/host/internal/runnertest"
 )
 
 // TestAgentKill9 runs a real agent process, SIGKILLs it, and restores its
@@ -39,7 +40,7 @@ func TestAgentKill9(t *testing.T) {
 	_ = cmd.Wait()
 
 	b := newAgent(t, dataDir)
-	states, err := b.db.LoadAllocs()
+	states, err := b.DB.LoadAllocs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,19 +54,19 @@ func TestAgentKill9(t *testing.T) {
 			t.Fatalf("no handle for %s", task)
 		}
 		t.Cleanup(func() { _ = syscall.Kill(-h.Pid, syscall.SIGKILL) })
-		if !alive(h.Pid, h.StartTime) {
+		if !runnertest.Alive(h.Pid, h.StartTime) {
 			t.Fatalf("task %s died with the agent", task)
 		}
 	}
-	ar, err := RestoreAllocRunner(b.cfg, states[0])
+	ar, err := RestoreAllocRunner(b.Cfg, states[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.runners = append(b.runners, ar)
+	b.Runners = append(b.Runners, ar)
 	ar.Run()
-	b.ev.wait(t, "raw", EventReattached, 1)
-	b.ev.wait(t, "plugin", EventReattached, 1)
-	if b.ev.count("raw", EventStarted)+b.ev.count("plugin", EventStarted) != 0 {
+	b.Events.Wait(t, "raw", EventReattached, 1)
+	b.Events.Wait(t, "plugin", EventReattached, 1)
+	if b.Events.Count("raw", EventStarted)+b.Events.Count("plugin", EventStarted) != 0 {
 		t.Fatal("a task was started a second time")
 	}
 
@@ -73,15 +74,15 @@ func TestAgentKill9(t *testing.T) {
 	if err := syscall.Kill(raw.Pid, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	ev := b.ev.wait(t, "raw", EventTerminated, 1)
+	ev := b.Events.Wait(t, "raw", EventTerminated, 1)
 	if !strings.Contains(ev.Message, "unknowable") {
 		t.Fatalf("terminated %q", ev.Message)
 	}
-	b.ev.wait(t, "raw", EventStarted, 1)
+	b.Events.Wait(t, "raw", EventStarted, 1)
 	handle(t, ar, "raw")
 
 	plugin := recs["plugin"].Handle
-	b.stop(ar)
+	b.Stop(ar)
 	waitGone(t, plugin.Pid)
 	if _, err := driver.ProcStartTime(plugin.Pid); err == nil {
 		t.Fatal("plugin still running after stop")

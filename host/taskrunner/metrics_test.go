@@ -38,10 +38,10 @@ func (m *countingMetrics) TaskExited(_ TaskLabels, outcome string) {
 func TestMetricsCountStartsRestartsExits(t *testing.T) {
 	a := newAgent(t, "")
 	m := &countingMetrics{exits: map[string]int{}}
-	a.cfg.Metrics = m
+	a.Cfg.Metrics = m
 	job := testJob(jobspec.JobTypeService, rawTask("crash", "exit", "3"))
-	ar := a.run(job)
-	a.ev.wait(t, "crash", EventNotRestarting, 1)
+	ar := a.Run(job)
+	a.Events.Wait(t, "crash", EventNotRestarting, 1)
 	<-ar.Done()
 	m.mu.Lock()
 	defer m.mu.Unlock()

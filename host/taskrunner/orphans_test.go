@@ -15,7 +15,7 @@ func TestRestoreKillsUntrackedCopy(t *testing.T) {
 	a := newAgent(t, "")
 	job := testJob(jobspec.JobTypeService, rawTask("web", "sleep"))
 	// Recorded (Received, pending) but never run by this incarnation.
-	ar, err := NewAllocRunner(a.cfg, job, job.TaskGroups[0].Name, 0)
+	ar, err := NewAllocRunner(a.Cfg, job, job.TaskGroups[0].Name, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,8 +47,8 @@ func TestRestoreKillsUntrackedCopy(t *testing.T) {
 	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
 
 	b := a.restart()
-	b.ev.wait(t, "web", EventUntrackedKilled, 1)
-	b.ev.wait(t, "web", EventStarted, 1)
+	b.Events.Wait(t, "web", EventUntrackedKilled, 1)
+	b.Events.Wait(t, "web", EventStarted, 1)
 	err = <-exited
 	ws, ok := orphan.ProcessState.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
@@ -57,7 +57,7 @@ func TestRestoreKillsUntrackedCopy(t *testing.T) {
 	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Fatalf("a process of another allocation was killed: %v", err)
 	}
-	h := handle(t, b.runners[0], "web")
+	h := handle(t, b.Runners[0], "web")
 	if h.Pid == orphan.Process.Pid {
 		t.Fatal("the orphan's pid is recorded as the task")
 	}

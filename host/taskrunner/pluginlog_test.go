@@ -76,14 +76,14 @@ func TestGoPluginLogReachesAgentLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := newAgent(t, "")
-	log := captureLog(a.cfg)
+	log := captureLog(a.Cfg)
 	task := &jobspec.Task{
 		Name: "csi", Driver: jobspec.DriverGoPlugin,
 		Config:      &jobspec.TaskConfig{Command: mockcsi},
 		KillTimeout: 5 * time.Second, KillSignal: "SIGTERM",
 	}
-	ar := a.run(testJob(jobspec.JobTypeService, task))
-	a.ev.wait(t, "csi", EventStarted, 1)
+	ar := a.Run(testJob(jobspec.JobTypeService, task))
+	a.Events.Wait(t, "csi", EventStarted, 1)
 	h := handle(t, ar, "csi")
 
 	env, err := os.ReadFile("/proc/" + strconv.Itoa(h.Pid) + "/environ")
@@ -107,8 +107,8 @@ func TestGoPluginLogReachesAgentLog(t *testing.T) {
 	// end: nothing is shipped twice.
 	var blog *agentLog
 	b := a.restartWith(func(c *Config) { blog = captureLog(c) })
-	b.ev.wait(t, "csi", EventReattached, 1)
-	b.stop(b.runners[0])
+	b.Events.Wait(t, "csi", EventReattached, 1)
+	b.Stop(b.Runners[0])
 	waitGone(t, h.Pid)
 	// The plugin's last lines (SIGTERM's "stopping") are read before the
 	// follower ends.

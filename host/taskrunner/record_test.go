@@ -28,8 +28,8 @@ func (s *countingStore) Update(fn func(tx *state.Tx) error) error {
 // that rode along, in emission order.
 func TestLaunchIsTwoCommits(t *testing.T) {
 	a := newAgent(t, "")
-	store := &countingStore{DB: a.db}
-	a.cfg.Store = store
+	store := &countingStore{DB: a.DB}
+	a.Cfg.Store = store
 	type seen struct {
 		commits int64
 		rec     *state.AllocState
@@ -39,15 +39,15 @@ func TestLaunchIsTwoCommits(t *testing.T) {
 		once sync.Once
 		at   = make(chan seen, 1)
 	)
-	prev := a.cfg.OnEvent
-	a.cfg.OnEvent = func(allocID, task string, ev *state.TaskEvent) {
+	prev := a.Cfg.OnEvent
+	a.Cfg.OnEvent = func(allocID, task string, ev *state.TaskEvent) {
 		prev(allocID, task, ev)
 		if ev.Type != EventStarted {
 			return
 		}
 		once.Do(func() {
 			s := seen{commits: store.commits.Load()}
-			all, err := a.db.LoadAllocs()
+			all, err := a.DB.LoadAllocs()
 			s.err = err
 			for _, as := range all {
 				if as.Alloc.ID == allocID {
@@ -57,8 +57,8 @@ func TestLaunchIsTwoCommits(t *testing.T) {
 			at <- s
 		})
 	}
-	ar := a.run(testJob(jobspec.JobTypeService, rawTask("web", "sleep")))
-	a.ev.wait(t, "web", EventStarted, 1)
+	ar := a.Run(testJob(jobspec.JobTypeService, rawTask("web", "sleep")))
+	a.Events.Wait(t, "web", EventStarted, 1)
 	h := handle(t, ar, "web")
 	s := <-at
 	if s.err != nil || s.rec == nil {
@@ -95,9 +95,9 @@ func TestSetupFailureStoresTaskSetup(t *testing.T) {
 	task.Config.Command = "/nonexistent/pluginhost-task"
 	job := testJob(jobspec.JobTypeService, task)
 	job.TaskGroups[0].Restart.Attempts = 0
-	ar := a.run(job)
+	ar := a.Run(job)
 	<-ar.Done()
-	stored, err := a.db.LoadAllocs()
+	stored, err := a.DB.LoadAllocs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,16 +122,16 @@ func TestSetupFailureStoresTaskSetup(t *testing.T) {
 func TestFailedLogShipperRestartsTask(t *testing.T) {
 	a := newAgent(t, "")
 	// A "shipper" that exits without answering on its readiness pipe.
-	a.cfg.LogmonCommand = []string{"/bin/sh", "-c", "exit 3", "logmon"}
+	a.Cfg.LogmonCommand = []string{"/bin/sh", "-c", "exit 3", "logmon"}
 	// A task that writes nothing: one that printed at start would die of
 	// SIGPIPE on the readerless pipe, racing the runner's check.
-	a.run(testJob(jobspec.JobTypeService, rawTask("web", "quiet")))
-	ev := a.ev.wait(t, "web", EventRestartSignal, 1)
+	a.Run(testJob(jobspec.JobTypeService, rawTask("web", "quiet")))
+	ev := a.Events.Wait(t, "web", EventRestartSignal, 1)
 	if !strings.Contains(ev.Message, "log shipper failed") {
 		t.Fatalf("restart reason %q, want the log shipper's failure", ev.Message)
 	}
-	a.ev.wait(t, "web", EventKilled, 1)
-	if n := a.ev.count("web", EventStarted); n < 1 {
+	a.Events.Wait(t, "web", EventKilled, 1)
+	if n := a.Events.Count("web", EventStarted); n < 1 {
 		t.Fatalf("%d Started events before the restart", n)
 	}
 }

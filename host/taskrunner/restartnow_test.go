@@ -14,19 +14,19 @@ func TestRestartNow(t *testing.T) {
 	a := newAgent(t, "")
 	job := testJob(jobspec.JobTypeService, rawTask("web", "sleep"))
 	job.TaskGroups[0].Restart = &jobspec.RestartPolicy{Attempts: 0, Interval: time.Hour, Delay: time.Hour, Mode: jobspec.RestartModeFail}
-	ar := a.run(job)
+	ar := a.Run(job)
 	for i := 1; i <= 3; i++ {
-		a.ev.wait(t, "web", EventStarted, i)
+		a.Events.Wait(t, "web", EventStarted, i)
 		ar.Task("web").RestartNow("the agent says so")
-		if ev := a.ev.wait(t, "web", EventRestartSignal, i); ev.Message != "the agent says so" {
+		if ev := a.Events.Wait(t, "web", EventRestartSignal, i); ev.Message != "the agent says so" {
 			t.Fatalf("restart signal %q", ev.Message)
 		}
-		if ev := a.ev.wait(t, "web", EventRestarting, i); ev.Message != "Task restarting in 0s" {
+		if ev := a.Events.Wait(t, "web", EventRestarting, i); ev.Message != "Task restarting in 0s" {
 			t.Fatalf("restarting %q", ev.Message)
 		}
 	}
-	a.ev.wait(t, "web", EventStarted, 4)
-	if n := a.ev.count("web", EventNotRestarting); n != 0 {
+	a.Events.Wait(t, "web", EventStarted, 4)
+	if n := a.Events.Count("web", EventNotRestarting); n != 0 {
 		t.Fatalf("%d Not Restarting events: RestartNow counted against the policy", n)
 	}
 }

@@ -37,7 +37,7 @@ func withCgroups(t *testing.T, a *agent) {
 			_ = os.Remove(filepath.Join(root, parent))
 		}
 	})
-	a.cfg.Cgroups = m
+	a.Cfg.Cgroups = m
 }
 
 // shTask is a raw_exec task running script under /bin/sh.
@@ -55,9 +55,9 @@ func TestStatsOfRunningTask(t *testing.T) {
 	withCgroups(t, a)
 	job := testJob(jobspec.JobTypeService, shTask("hog", `x=$(head -c 20000000 /dev/zero | tr '\0' a); echo held; sleep 1000`),
 		rawTask("idle", "sleep", "1000"))
-	ar := a.run(job)
-	a.ev.wait(t, "hog", EventStarted, 1)
-	a.ev.wait(t, "idle", EventStarted, 1)
+	ar := a.Run(job)
+	a.Events.Wait(t, "hog", EventStarted, 1)
+	a.Events.Wait(t, "idle", EventStarted, 1)
 
 	// The shell fills its memory after it started: wait for it, on the
 	// figure itself.
@@ -101,7 +101,7 @@ func TestStatsOfRunningTask(t *testing.T) {
 	}
 	wg.Wait()
 
-	a.stop(ar)
+	a.Stop(ar)
 	got, err := ar.Stats()
 	if err != nil || len(got) != 0 {
 		t.Fatalf("stats of a stopped allocation: %v, %v; want none", got, err)
@@ -111,8 +111,8 @@ func TestStatsOfRunningTask(t *testing.T) {
 // Without cgroups there are no stats, and no error.
 func TestStatsWithoutCgroups(t *testing.T) {
 	a := newAgent(t, "")
-	ar := a.run(testJob(jobspec.JobTypeService, rawTask("idle", "sleep", "1000")))
-	a.ev.wait(t, "idle", EventStarted, 1)
+	ar := a.Run(testJob(jobspec.JobTypeService, rawTask("idle", "sleep", "1000")))
+	a.Events.Wait(t, "idle", EventStarted, 1)
 	got, err := ar.Stats()
 	if err != nil || len(got) != 0 {
 		t.Fatalf("stats without cgroups: %v, %v", got, err)
@@ -168,13 +168,13 @@ func TestOOMKillCounted(t *testing.T) {
 	a := newAgent(t, "")
 	withCgroups(t, a)
 	m := &oomCountingMetrics{countingMetrics: countingMetrics{exits: map[string]int{}}}
-	a.cfg.Metrics = m
+	a.Cfg.Metrics = m
 	hog := shTask("hog", `x=$(head -c 200000000 /dev/zero | tr '\0' a); exec sleep 1000`)
 	hog.Resources = &jobspec.Resources{CPU: 100, MemoryMB: 32}
 	job := testJob(jobspec.JobTypeBatch, hog, rawTask("fine", "exit", "0"))
 	job.TaskGroups[0].Restart.Attempts = 0
-	ar := a.run(job)
-	a.ev.wait(t, "hog", EventNotRestarting, 1)
+	ar := a.Run(job)
+	a.Events.Wait(t, "hog", EventNotRestarting, 1)
 	<-ar.Done()
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pluginhost/pluginhost/host/driver"
+	"github.com/pluginhost/pluginhost/host/internal/runnertest"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
 )
@@ -39,14 +40,14 @@ func TestRunLayoutEnvAndStop(t *testing.T) {
 	task := rawTask("web", "env", "${NOMAD_TASK_DIR}/env.txt")
 	task.Env = map[string]string{"GREETING": "hi-${NOMAD_ALLOC_ID}", "NODE": "${node.unique.name}"}
 	task.Meta = map[string]string{"tier": "front"}
-	ar := a.run(testJob(jobspec.JobTypeService, task))
-	a.ev.wait(t, "web", EventStarted, 1)
+	ar := a.Run(testJob(jobspec.JobTypeService, task))
+	a.Events.Wait(t, "web", EventStarted, 1)
 	h := handle(t, ar, "web")
 
 	if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(ar.ID()) {
 		t.Fatalf("alloc id %q is not a UUID v4", ar.ID())
 	}
-	allocDir := filepath.Join(a.dataDir, "alloc", ar.ID())
+	allocDir := filepath.Join(a.DataDir, "alloc", ar.ID())
 	for _, d := range []string{"alloc", "alloc/logs", "web/local", "web/secrets"} {
 		if fi, err := os.Stat(filepath.Join(allocDir, d)); err != nil || !fi.IsDir() {
 			t.Fatalf("missing %s: %v", d, err)
@@ -83,10 +84,10 @@ func TestRunLayoutEnvAndStop(t *testing.T) {
 		t.Errorf("task pgid %d, want its own group %d", sid, h.Pid)
 	}
 
-	a.stop(ar)
+	a.Stop(ar)
 	waitGone(t, h.Pid)
 	for _, typ := range []string{EventReceived, EventTaskSetup, EventStarted, EventKilling, EventKilled} {
-		if a.ev.count("web", typ) == 0 {
+		if a.Events.Count("web", typ) == 0 {
 			t.Errorf("no %q event", typ)
 		}
 	}
@@ -101,19 +102,19 @@ func TestRunLayoutEnvAndStop(t *testing.T) {
 
 func TestRestartPolicyFailMode(t *testing.T) {
 	a := newAgent(t, "")
-	ar := a.run(testJob(jobspec.JobTypeService, rawTask("crash", "exit", "3")))
-	a.ev.wait(t, "crash", EventNotRestarting, 1)
+	ar := a.Run(testJob(jobspec.JobTypeService, rawTask("crash", "exit", "3")))
+	a.Events.Wait(t, "crash", EventNotRestarting, 1)
 	<-ar.Done()
-	if n := a.ev.count("crash", EventStarted); n != 3 {
+	if n := a.Events.Count("crash", EventStarted); n != 3 {
 		t.Errorf("%d starts, want 3 (1 + 2 attempts)", n)
 	}
-	if n := a.ev.count("crash", EventRestarting); n != 2 {
+	if n := a.Events.Count("crash", EventRestarting); n != 2 {
 		t.Errorf("%d restarts, want 2", n)
 	}
-	if ev := a.ev.last("crash", EventTerminated); ev.ExitCode != 3 || ev.Message != "Exit Code: 3" {
+	if ev := a.Events.Last("crash", EventTerminated); ev.ExitCode != 3 || ev.Message != "Exit Code: 3" {
 		t.Errorf("terminated event %+v", ev)
 	}
-	if ev := a.ev.last("crash", EventRestarting); ev.Details["restart_delay"] != "10ms" {
+	if ev := a.Events.Last("crash", EventRestarting); ev.Details["restart_delay"] != "10ms" {
 		t.Errorf("second restart delay %q, want 10ms (the same every attempt, as in Nomad)", ev.Details["restart_delay"])
 	}
 	s := ar.State()
@@ -121,7 +122,7 @@ func TestRestartPolicyFailMode(t *testing.T) {
 		t.Fatalf("state %+v alloc %s", s.Tasks[0].State, s.Alloc.ClientStatus)
 	}
 	// The store agrees with memory.
-	states, err := a.db.LoadAllocs()
+	states, err := a.DB.LoadAllocs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,9 +134,9 @@ func TestRestartPolicyFailMode(t *testing.T) {
 
 func TestBatchSuccessCompletes(t *testing.T) {
 	a := newAgent(t, "")
-	ar := a.run(testJob(jobspec.JobTypeBatch, rawTask("once", "exit", "0")))
+	ar := a.Run(testJob(jobspec.JobTypeBatch, rawTask("once", "exit", "0")))
 	<-ar.Done()
-	if a.ev.count("once", EventRestarting) != 0 {
+	if a.Events.Count("once", EventRestarting) != 0 {
 		t.Fatal("a successful batch task was restarted")
 	}
 	s := ar.State()
@@ -148,13 +149,13 @@ func TestKillTimeoutEscalates(t *testing.T) {
 	a := newAgent(t, "")
 	task := rawTask("stubborn", "ignore-int")
 	task.KillSignal, task.KillTimeout = "SIGINT", 200*time.Millisecond
-	ar := a.run(testJob(jobspec.JobTypeService, task))
-	a.ev.wait(t, "stubborn", EventStarted, 1)
+	ar := a.Run(testJob(jobspec.JobTypeService, task))
+	a.Events.Wait(t, "stubborn", EventStarted, 1)
 	handle(t, ar, "stubborn")
 	// "ready" is printed once SIGINT is ignored.
 	waitFile(t, filepath.Join(ar.AllocDir(), "alloc", "logs", "stubborn.stdout.0"))
-	a.stop(ar)
-	ev := a.ev.last("stubborn", EventKilled)
+	a.Stop(ar)
+	ev := a.Events.Last("stubborn", EventKilled)
 	if ev == nil || ev.Signal != int(syscall.SIGKILL) {
 		t.Fatalf("killed event %+v, want SIGKILL after kill_timeout", ev)
 	}
@@ -168,13 +169,13 @@ func TestChecksumMismatchFailsWithoutRestart(t *testing.T) {
 	a := newAgent(t, "")
 	task := rawTask("bad", "sleep")
 	task.Config.Checksum = "sha256:" + strings.Repeat("0", 64)
-	ar := a.run(testJob(jobspec.JobTypeService, task))
+	ar := a.Run(testJob(jobspec.JobTypeService, task))
 	<-ar.Done()
-	if a.ev.count("bad", EventDriverFailure) != 1 || a.ev.count("bad", EventRestarting) != 0 || a.ev.count("bad", EventNotRestarting) != 1 {
-		t.Fatalf("events %v", a.ev.events)
+	if a.Events.Count("bad", EventDriverFailure) != 1 || a.Events.Count("bad", EventRestarting) != 0 || a.Events.Count("bad", EventNotRestarting) != 1 {
+		t.Fatalf("events %v", a.Events)
 	}
-	if !strings.Contains(a.ev.last("bad", EventDriverFailure).Message, "checksum") {
-		t.Fatalf("driver failure %q does not say checksum", a.ev.last("bad", EventDriverFailure).Message)
+	if !strings.Contains(a.Events.Last("bad", EventDriverFailure).Message, "checksum") {
+		t.Fatalf("driver failure %q does not say checksum", a.Events.Last("bad", EventDriverFailure).Message)
 	}
 }
 
@@ -182,9 +183,9 @@ func TestUnknownDriverIsATaskFailure(t *testing.T) {
 	a := newAgent(t, "")
 	task := rawTask("x", "sleep")
 	task.Driver = "docker"
-	ar := a.run(testJob(jobspec.JobTypeService, task))
+	ar := a.Run(testJob(jobspec.JobTypeService, task))
 	<-ar.Done()
-	if ev := a.ev.last("x", EventSetupFailure); ev == nil || !strings.Contains(ev.Message, `driver "docker"`) {
+	if ev := a.Events.Last("x", EventSetupFailure); ev == nil || !strings.Contains(ev.Message, `driver "docker"`) {
 		t.Fatalf("setup failure %+v", ev)
 	}
 }
@@ -194,20 +195,20 @@ func TestUnknownDriverIsATaskFailure(t *testing.T) {
 // started twice, and its later death is noticed through the pidfd.
 func TestAgentRestartReadopts(t *testing.T) {
 	a := newAgent(t, "")
-	ar := a.run(testJob(jobspec.JobTypeService, rawTask("web", "sleep")))
-	a.ev.wait(t, "web", EventStarted, 1)
+	ar := a.Run(testJob(jobspec.JobTypeService, rawTask("web", "sleep")))
+	a.Events.Wait(t, "web", EventStarted, 1)
 	h := handle(t, ar, "web")
 
 	b := a.restart()
-	if !alive(h.Pid, h.StartTime) {
+	if !runnertest.Alive(h.Pid, h.StartTime) {
 		t.Fatal("task died with the agent")
 	}
-	b.ev.wait(t, "web", EventReattached, 1)
-	ar2 := b.runners[0]
+	b.Events.Wait(t, "web", EventReattached, 1)
+	ar2 := b.Runners[0]
 	if got := ar2.Task("web").snapshot().Handle; got == nil || got.Pid != h.Pid {
 		t.Fatalf("re-adopted handle %+v, want pid %d", got, h.Pid)
 	}
-	if n := b.ev.count("web", EventStarted); n != 0 {
+	if n := b.Events.Count("web", EventStarted); n != 0 {
 		t.Fatalf("%d new starts after restore: a second copy", n)
 	}
 	// Events from before the restart are still there.
@@ -218,11 +219,11 @@ func TestAgentRestartReadopts(t *testing.T) {
 	if err := syscall.Kill(h.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	ev := b.ev.wait(t, "web", EventTerminated, 1)
+	ev := b.Events.Wait(t, "web", EventTerminated, 1)
 	if !strings.Contains(ev.Message, "unknowable") {
 		t.Fatalf("terminated event %q should say the exit code is unknowable", ev.Message)
 	}
-	b.ev.wait(t, "web", EventStarted, 1)
+	b.Events.Wait(t, "web", EventStarted, 1)
 	h2 := handle(t, ar2, "web")
 	if h2.Pid == h.Pid {
 		t.Fatal("restart reused the old pid record")
@@ -231,35 +232,35 @@ func TestAgentRestartReadopts(t *testing.T) {
 
 func TestTaskDiedWhileAgentDown(t *testing.T) {
 	a := newAgent(t, "")
-	ar := a.run(testJob(jobspec.JobTypeService, rawTask("web", "sleep")))
-	a.ev.wait(t, "web", EventStarted, 1)
+	ar := a.Run(testJob(jobspec.JobTypeService, rawTask("web", "sleep")))
+	a.Events.Wait(t, "web", EventStarted, 1)
 	h := handle(t, ar, "web")
-	a.close()
+	a.Close()
 	if err := syscall.Kill(h.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, h.Pid)
 
 	b := a.restart()
-	ev := b.ev.wait(t, "web", EventTerminated, 1)
+	ev := b.Events.Wait(t, "web", EventTerminated, 1)
 	if !strings.Contains(ev.Message, "while the agent was down") || ev.Details["exit_code"] != "unknown" {
 		t.Fatalf("terminated event %+v", ev)
 	}
-	b.ev.wait(t, "web", EventRestarting, 1)
-	b.ev.wait(t, "web", EventStarted, 1)
-	handle(t, b.runners[0], "web")
+	b.Events.Wait(t, "web", EventRestarting, 1)
+	b.Events.Wait(t, "web", EventStarted, 1)
+	handle(t, b.Runners[0], "web")
 }
 
 // TestPidReuseGuard restores a handle whose start time does not match the
 // process now holding the pid: that process must not be signalled.
 func TestPidReuseGuard(t *testing.T) {
 	a := newAgent(t, "")
-	ar := a.run(testJob(jobspec.JobTypeService, rawTask("web", "sleep")))
-	a.ev.wait(t, "web", EventStarted, 1)
+	ar := a.Run(testJob(jobspec.JobTypeService, rawTask("web", "sleep")))
+	a.Events.Wait(t, "web", EventStarted, 1)
 	h := handle(t, ar, "web")
-	a.close()
+	a.Close()
 
-	db, err := state.Open(filepath.Join(a.dataDir, "state.db"), state.Options{})
+	db, err := state.Open(filepath.Join(a.DataDir, "state.db"), state.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,13 +272,13 @@ func TestPidReuseGuard(t *testing.T) {
 	db.Close()
 
 	b := a.restart()
-	ev := b.ev.wait(t, "web", EventTerminated, 1)
+	ev := b.Events.Wait(t, "web", EventTerminated, 1)
 	if !strings.Contains(ev.Message, "another process") {
 		t.Fatalf("terminated event %q", ev.Message)
 	}
-	b.ev.wait(t, "web", EventStarted, 1)
-	handle(t, b.runners[0], "web")
-	if !alive(h.Pid, h.StartTime) {
+	b.Events.Wait(t, "web", EventStarted, 1)
+	handle(t, b.Runners[0], "web")
+	if !runnertest.Alive(h.Pid, h.StartTime) {
 		t.Fatal("the process holding the reused pid was signalled")
 	}
 }
@@ -286,19 +287,19 @@ func TestPidReuseGuard(t *testing.T) {
 // pipes, so output written while no agent runs is still rotated to files.
 func TestLogsFlowWhileAgentDown(t *testing.T) {
 	a := newAgent(t, "")
-	a.cfg.LogFileSizeOverride = 1000
+	a.Cfg.LogFileSizeOverride = 1000
 	task := rawTask("chatty", "burst", "100")
-	ar := a.run(testJob(jobspec.JobTypeBatch, task))
-	a.ev.wait(t, "chatty", EventStarted, 1)
+	ar := a.Run(testJob(jobspec.JobTypeBatch, task))
+	a.Events.Wait(t, "chatty", EventStarted, 1)
 	h := handle(t, ar, "chatty")
-	if h.LogmonPid == 0 || !alive(h.LogmonPid, h.LogmonStartTime) {
+	if h.LogmonPid == 0 || !runnertest.Alive(h.LogmonPid, h.LogmonStartTime) {
 		t.Fatalf("no live log shipper recorded: %+v", h)
 	}
 	// "ready" in the log means the task's signal handlers are installed
 	// (before that, Go ignores SIGUSR1/2).
-	logDir := filepath.Join(a.dataDir, "alloc", ar.ID(), "alloc", "logs")
+	logDir := filepath.Join(a.DataDir, "alloc", ar.ID(), "alloc", "logs")
 	waitFile(t, filepath.Join(logDir, "chatty.stdout.0"))
-	a.close() // agent down
+	a.Close() // agent down
 
 	// 100 lines of 100 bytes to each stream. The exit signal waits until
 	// the burst has rotated the files past max_files: signals sent back
@@ -362,18 +363,18 @@ func TestGoPluginTaskSurvivesAgentRestart(t *testing.T) {
 		Config:      &jobspec.TaskConfig{Command: testPlugin},
 		KillTimeout: 5 * time.Second, KillSignal: "SIGTERM",
 	}
-	ar := a.run(testJob(jobspec.JobTypeService, task))
-	a.ev.wait(t, "csi", EventStarted, 1)
+	ar := a.Run(testJob(jobspec.JobTypeService, task))
+	a.Events.Wait(t, "csi", EventStarted, 1)
 	h := handle(t, ar, "csi")
 	if h.Reattach == nil || !strings.HasPrefix(h.SocketPath, ar.SocketDir()) {
 		t.Fatalf("handle %+v, socket dir %s", h, ar.SocketDir())
 	}
 	b := a.restart()
-	b.ev.wait(t, "csi", EventReattached, 1)
-	if b.ev.count("csi", EventStarted) != 0 {
+	b.Events.Wait(t, "csi", EventReattached, 1)
+	if b.Events.Count("csi", EventStarted) != 0 {
 		t.Fatal("plugin started twice")
 	}
-	b.stop(b.runners[0])
+	b.Stop(b.Runners[0])
 	waitGone(t, h.Pid)
 	if _, err := os.Stat(h.SocketPath); !os.IsNotExist(err) {
 		t.Fatalf("socket %s left after stop: %v", h.SocketPath, err)
@@ -383,41 +384,41 @@ func TestGoPluginTaskSurvivesAgentRestart(t *testing.T) {
 
 func TestRestoreNoticesDeadLogShipper(t *testing.T) {
 	a := newAgent(t, "")
-	ar := a.run(testJob(jobspec.JobTypeService, rawTask("web", "sleep")))
-	a.ev.wait(t, "web", EventStarted, 1)
+	ar := a.Run(testJob(jobspec.JobTypeService, rawTask("web", "sleep")))
+	a.Events.Wait(t, "web", EventStarted, 1)
 	h := handle(t, ar, "web")
 	// The task's only write must have reached the shipper before it dies:
 	// a later write would find no reader and SIGPIPE would kill the task.
 	waitFile(t, filepath.Join(ar.AllocDir(), "alloc", "logs", "web.stdout.0"))
-	a.close()
+	a.Close()
 	if err := syscall.Kill(h.LogmonPid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, h.LogmonPid)
 	b := a.restart()
-	b.ev.wait(t, "web", EventLogShipperGone, 1)
-	if b.ev.count("web", EventReattached) != 1 {
-		t.Fatalf("events %v; terminated: %+v", b.ev.events, b.ev.last("web", EventTerminated))
+	b.Events.Wait(t, "web", EventLogShipperGone, 1)
+	if b.Events.Count("web", EventReattached) != 1 {
+		t.Fatalf("events %v; terminated: %+v", b.Events, b.Events.Last("web", EventTerminated))
 	}
-	if ev := b.ev.wait(t, "web", EventLogShipperGone, 1); !strings.Contains(ev.Message, "not being recorded") {
+	if ev := b.Events.Wait(t, "web", EventLogShipperGone, 1); !strings.Contains(ev.Message, "not being recorded") {
 		t.Fatalf("event %q", ev.Message)
 	}
 }
 
 func TestSignalTask(t *testing.T) {
 	a := newAgent(t, "")
-	ar := a.run(testJob(jobspec.JobTypeService, rawTask("web", "sleep")))
-	a.ev.wait(t, "web", EventStarted, 1)
+	ar := a.Run(testJob(jobspec.JobTypeService, rawTask("web", "sleep")))
+	a.Events.Wait(t, "web", EventStarted, 1)
 	handle(t, ar, "web")
 	if err := ar.Task("web").Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	a.ev.wait(t, "web", EventSignaling, 1)
-	if ev := a.ev.wait(t, "web", EventTerminated, 1); ev.Signal != int(syscall.SIGTERM) ||
+	a.Events.Wait(t, "web", EventSignaling, 1)
+	if ev := a.Events.Wait(t, "web", EventTerminated, 1); ev.Signal != int(syscall.SIGTERM) ||
 		ev.ExitCode != 143 || ev.Message != "Exit Code: 143, Signal: 15" {
 		t.Fatalf("terminated %+v, want by SIGTERM: exit code 143 as Nomad reports it", ev)
 	}
-	a.ev.wait(t, "web", EventStarted, 2) // service tasks restart
+	a.Events.Wait(t, "web", EventStarted, 2) // service tasks restart
 }
 
 // TestSiblingFailed: a task that fails for good fails its allocation, and
@@ -425,14 +426,14 @@ func TestSignalTask(t *testing.T) {
 // Nomad. Before, the allocation stayed "running" with half its tasks.
 func TestSiblingFailed(t *testing.T) {
 	a := newAgent(t, "")
-	ar := a.run(testJob(jobspec.JobTypeService, rawTask("crash", "exit", "3"), rawTask("steady", "sleep", "60")))
-	a.ev.wait(t, "steady", EventSiblingFailed, 1)
-	a.ev.wait(t, "steady", EventKilled, 1)
+	ar := a.Run(testJob(jobspec.JobTypeService, rawTask("crash", "exit", "3"), rawTask("steady", "sleep", "60")))
+	a.Events.Wait(t, "steady", EventSiblingFailed, 1)
+	a.Events.Wait(t, "steady", EventKilled, 1)
 	<-ar.Done()
-	if ev := a.ev.last("steady", EventSiblingFailed); !strings.Contains(ev.Message, `"crash"`) {
+	if ev := a.Events.Last("steady", EventSiblingFailed); !strings.Contains(ev.Message, `"crash"`) {
 		t.Errorf("sibling event %+v should name the failed task", ev)
 	}
-	if ev := a.ev.last("steady", EventKilling); !strings.Contains(ev.Message, "sibling task") {
+	if ev := a.Events.Last("steady", EventKilling); !strings.Contains(ev.Message, "sibling task") {
 		t.Errorf("killing event %+v should say why", ev)
 	}
 	s := ar.State()
@@ -454,8 +455,8 @@ func TestSiblingFailed(t *testing.T) {
 // taking a slot of the job's next incarnation).
 func TestDestroyedStaysGone(t *testing.T) {
 	a := newAgent(t, "")
-	ar := a.run(testJob(jobspec.JobTypeService, rawTask("web", "sleep", "60")))
-	a.ev.wait(t, "web", EventStarted, 1)
+	ar := a.Run(testJob(jobspec.JobTypeService, rawTask("web", "sleep", "60")))
+	a.Events.Wait(t, "web", EventStarted, 1)
 	ctx := context.Background()
 	if err := ar.Destroy(ctx); err != nil {
 		t.Fatal(err)
@@ -466,7 +467,7 @@ func TestDestroyedStaysGone(t *testing.T) {
 	if err := ar.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	allocs, err := a.db.Allocs()
+	allocs, err := a.DB.Allocs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,8 +501,8 @@ func (h *countingHook) Postrun(*AllocHookRequest) { close(h.postrun) }
 func TestRestoredDeadAllocSkipsPrerun(t *testing.T) {
 	a := newAgent(t, "")
 	first := &countingHook{postrun: make(chan struct{})}
-	a.cfg.AllocHooks = func(*AllocHookRequest) []AllocHook { return []AllocHook{first} }
-	ar := a.run(testJob(jobspec.JobTypeBatch, rawTask("once", "exit", "0")))
+	a.Cfg.AllocHooks = func(*AllocHookRequest) []AllocHook { return []AllocHook{first} }
+	ar := a.Run(testJob(jobspec.JobTypeBatch, rawTask("once", "exit", "0")))
 	<-ar.Done()
 	<-first.postrun
 
@@ -509,7 +510,7 @@ func TestRestoredDeadAllocSkipsPrerun(t *testing.T) {
 	b := a.restartWith(func(c *Config) {
 		c.AllocHooks = func(*AllocHookRequest) []AllocHook { return []AllocHook{again} }
 	})
-	<-b.runners[0].Done()
+	<-b.Runners[0].Done()
 	select {
 	case <-again.postrun:
 	case <-time.After(30 * time.Second):
