@@ -53,16 +53,16 @@ func BenchmarkLaunchToRegistered(b *testing.B) {
 			var own time.Duration
 			n := 0
 			for b.Loop() {
-				ar := a.run(job)
+				ar := a.Run(job)
 				n++
-				healthy := a.ev.wait(b, ar.ID(), EventPluginHealthy, 1)
+				healthy := a.Events.Wait(b, ar.ID(), EventPluginHealthy, 1)
 				b.StopTimer()
-				started := a.ev.matching(ar.ID(), "Started")
+				started := a.Events.Matching(ar.ID(), "Started")
 				if len(started) != 1 {
 					b.Fatalf("%d starts", len(started))
 				}
 				own += healthy.Time.Sub(started[0].Time)
-				a.stop(ar)
+				a.Stop(ar)
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(own.Microseconds())/1000/float64(n), "started→registered-ms")

@@ -49,8 +49,8 @@ func TestGenericPluginSupervised(t *testing.T) {
 func testGenericPluginSupervised(t *testing.T, bin string) {
 	a := newAgent(t, "", agentOpts{})
 	events := subscribe(t, a.reg, "kv")
-	ar := a.run(genericJob(t, bin, 10*time.Second))
-	a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+	ar := a.Run(genericJob(t, bin, 10*time.Second))
+	a.Events.Wait(t, ar.ID(), EventPluginHealthy, 1)
 	h := handle(t, ar, "plugin")
 	p, ok := a.reg.ForAlloc("kv", "kv_grpc", ar.ID())
 	if !ok || p.ConnectionInfo.SocketPath != h.SocketPath {
@@ -67,11 +67,11 @@ func testGenericPluginSupervised(t *testing.T, bin string) {
 	}
 
 	b := a.restart(func(b *agent) { events = subscribe(t, b.reg, "kv") })
-	b.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
-	if n := len(b.ev.matching(ar.ID(), taskrunner.EventStarted)); n != 0 {
-		t.Fatalf("plugin relaunched after the agent restart:%s", b.ev)
+	b.Events.Wait(t, ar.ID(), EventPluginHealthy, 1)
+	if n := len(b.Events.Matching(ar.ID(), taskrunner.EventStarted)); n != 0 {
+		t.Fatalf("plugin relaunched after the agent restart:%s", b.Events)
 	}
-	if h2 := handle(t, b.runners[0], "plugin"); h2.Pid != h.Pid {
+	if h2 := handle(t, b.Runners[0], "plugin"); h2.Pid != h.Pid {
 		t.Fatalf("pid %d → %d", h.Pid, h2.Pid)
 	}
 	if after, ok := b.reg.ForAlloc("kv", "kv_grpc", ar.ID()); !ok || after.Seq != p.Seq {
@@ -100,21 +100,21 @@ func TestGenericPluginUnhealthyRestarts(t *testing.T) {
 
 func testGenericPluginUnhealthyRestarts(t *testing.T, bin string) {
 	a := newAgent(t, "", agentOpts{probeInterval: 50 * time.Millisecond, probeTimeout: 50 * time.Millisecond})
-	ar := a.run(genericJob(t, bin, 300*time.Millisecond))
-	a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+	ar := a.Run(genericJob(t, bin, 300*time.Millisecond))
+	a.Events.Wait(t, ar.ID(), EventPluginHealthy, 1)
 	h := handle(t, ar, "plugin")
 	// A stopped process keeps its socket but answers nothing.
 	if err := unix.Kill(h.Pid, unix.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	a.ev.wait(t, ar.ID(), EventPluginUnhealthy, 1)
+	a.Events.Wait(t, ar.ID(), EventPluginUnhealthy, 1)
 	// The event is emitted after the table is written.
 	if hl, ok := a.health.Get("kv", "kv_grpc", ar.ID()); !ok || hl.Healthy || !strings.Contains(hl.Description, "health check") {
 		t.Fatalf("health table of a stopped plugin: %+v %t", hl, ok)
 	}
-	ev := a.ev.wait(t, ar.ID(), taskrunner.EventRestartSignal, 1)
+	ev := a.Events.Wait(t, ar.ID(), taskrunner.EventRestartSignal, 1)
 	if !strings.Contains(ev.Message, "unhealthy for longer than health_timeout 300ms") {
 		t.Fatalf("restart reason %q", ev.Message)
 	}
-	a.ev.wait(t, ar.ID(), EventPluginHealthy, 2)
+	a.Events.Wait(t, ar.ID(), EventPluginHealthy, 2)
 }

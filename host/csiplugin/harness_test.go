@@ -1,40 +1,28 @@
 package csiplugin
 
 import (
-	"context"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/pluginhost/pluginhost/dynamic"
-	"github.com/pluginhost/pluginhost/host/driver"
+	"github.com/pluginhost/pluginhost/host/internal/runnertest"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
-	"github.com/pluginhost/pluginhost/sdk"
-	"golang.org/x/sys/unix"
 )
 
-// agent is one incarnation of the agent's runner side, with real parts: a
-// bbolt store, a registry persisted in it, drivers, a pid watcher and the
-// supervisor hook. restart() drops it without stopping tasks and builds the
-// next incarnation on the same data dir, as a kill -9 and restart would.
+// agent is one incarnation of the agent's runner side (see runnertest),
+// its events recorded under the allocation's ID, with a registry persisted
+// in its store and the supervisor hook. restart() drops it without
+// stopping tasks and builds the next incarnation on the same data dir, as a
+// kill -9 and restart would.
 type agent struct {
-	t       testing.TB
-	dataDir string
-	opts    agentOpts
-	db      *state.DB
-	reg     *dynamic.Registry
-	health  *HealthTable
-	watcher *driver.Watcher
-	cfg     *taskrunner.Config
-	ev      *eventLog
-	runners []*taskrunner.AllocRunner
+	*runnertest.Agent[*taskrunner.Config, *taskrunner.AllocRunner]
+	opts   agentOpts
+	reg    *dynamic.Registry
+	health *HealthTable
 }
 
 type agentOpts struct {
@@ -44,69 +32,6 @@ type agentOpts struct {
 	store func(dynamic.Store) dynamic.Store
 	// conns is lent the go-plugin connections (Config.Conns).
 	conns ConnLender
-}
-
-type eventLog struct {
-	mu     sync.Mutex
-	all    []taskEvent
-	notify chan struct{}
-}
-
-type taskEvent struct {
-	alloc, task string
-	ev          *state.TaskEvent
-}
-
-func (l *eventLog) add(alloc, task string, ev *state.TaskEvent) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.all = append(l.all, taskEvent{alloc, task, ev})
-	close(l.notify)
-	l.notify = make(chan struct{})
-}
-
-// matching returns the events of alloc ("" for any) with type typ.
-func (l *eventLog) matching(alloc, typ string) []*state.TaskEvent {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []*state.TaskEvent
-	for _, e := range l.all {
-		if (alloc == "" || e.alloc == alloc) && e.ev.Type == typ {
-			out = append(out, e.ev)
-		}
-	}
-	return out
-}
-
-func (l *eventLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var b strings.Builder
-	for _, e := range l.all {
-		b.WriteString("\n  " + e.alloc[:8] + " " + e.ev.Type + ": " + e.ev.Message)
-	}
-	return b.String()
-}
-
-// wait blocks until alloc has had n events of typ and returns the nth: it
-// wakes on events, never on a timer (the deadline only bounds a failure).
-func (l *eventLog) wait(t testing.TB, alloc, typ string, n int) *state.TaskEvent {
-	t.Helper()
-	deadline := time.NewTimer(30 * time.Second)
-	defer deadline.Stop()
-	for {
-		l.mu.Lock()
-		ch := l.notify
-		l.mu.Unlock()
-		if evs := l.matching(alloc, typ); len(evs) >= n {
-			return evs[n-1]
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			t.Fatalf("no %d×%q for alloc %s; events:%s", n, typ, alloc, l)
-		}
-	}
 }
 
 func newAgent(t testing.TB, dataDir string, opts agentOpts) *agent {
@@ -122,139 +47,51 @@ func newAgent(t testing.TB, dataDir string, opts agentOpts) *agent {
 		t.Cleanup(func() { _ = os.RemoveAll(d) })
 		dataDir = d
 	}
-	db, err := state.Open(filepath.Join(dataDir, "state.db"), state.Options{})
-	if err != nil {
-		t.Fatal(err)
+	a := &agent{
+		Agent: runnertest.New(t, dataDir, taskrunner.NewAllocRunner, taskrunner.RestoreAllocRunner),
+		opts:  opts, health: NewHealthTable(),
 	}
-	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}})
-	var store dynamic.Store = db
+	var store dynamic.Store = a.DB
 	if opts.store != nil {
-		store = opts.store(db)
+		store = opts.store(a.DB)
 	}
-	reg, err := dynamic.New(dynamic.Config{Store: store, Logger: logger})
+	reg, err := dynamic.New(dynamic.Config{Store: store, Logger: a.Logger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := driver.NewWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	drivers, err := driver.Builtin(w, &driver.GoPluginConfig{
-		Handshake: sdk.Handshake(), PluginSets: sdk.HostPlugins(), Dispense: sdk.PluginCSI,
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	health := NewHealthTable()
+	a.reg = reg
+	a.AtClose(reg.Shutdown)
 	hooks, err := NewHook(Config{
-		Registry: reg, MountRoot: filepath.Join(dataDir, "csi"), Logger: logger,
+		Registry: reg, MountRoot: filepath.Join(dataDir, "csi"), Logger: a.Logger,
 		ProbeInterval: opts.probeInterval, ProbeTimeout: opts.probeTimeout,
-		Conns: opts.conns, Health: health,
+		Conns: opts.conns, Health: a.health,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &agent{t: t, dataDir: dataDir, opts: opts, db: db, reg: reg, health: health, watcher: w, ev: &eventLog{notify: make(chan struct{})}}
-	a.cfg = &taskrunner.Config{
-		DataDir: dataDir, Store: db, Drivers: drivers, LogmonCommand: []string{logmonBin},
+	a.Cfg = &taskrunner.Config{
+		DataDir: dataDir, Store: a.DB, Drivers: a.Drivers, LogmonCommand: []string{logmonBin},
 		ExtraHooks: hooks,
-		OnEvent:    func(alloc, task string, ev *state.TaskEvent) { a.ev.add(alloc, task, ev) },
+		OnEvent:    func(alloc, _ string, ev *state.TaskEvent) { a.Events.Add(alloc, ev) },
 		NodeName:   "node1", Datacenter: "dc1",
 		Rand:   func(int64) int64 { return 0 },
-		Logger: logger,
+		Logger: a.Logger,
 	}
-	t.Cleanup(a.final)
 	return a
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
-// final destroys every allocation this incarnation still runs, killing
-// their tasks and removing their directories, so that no test leaves
-// processes or socket directories (which may live outside the test's temp
-// dir, under the short fallback root) behind even when it fails.
-func (a *agent) final() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, ar := range a.runners {
-		if err := ar.Destroy(ctx); err != nil {
-			a.t.Errorf("cleanup: %v", err)
-		}
-		_ = os.Remove(filepath.Dir(ar.SocketDir()))
-	}
-	a.close()
-}
-
-// close ends the incarnation: runners let go, tasks keep running.
-func (a *agent) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for _, ar := range a.runners {
-		_ = ar.Shutdown(ctx)
-	}
-	a.runners = nil
-	if a.reg != nil {
-		a.reg.Shutdown()
-		a.reg = nil
-	}
-	if a.watcher != nil {
-		_ = a.watcher.Close()
-		a.watcher = nil
-	}
-	if a.db != nil {
-		_ = a.db.Close()
-		a.db = nil
-	}
 }
 
 // restart ends this incarnation and returns the next one, its registry
 // restored from the store; before restored allocations run, before is
 // called with the new agent (to subscribe to its registry, say).
 func (a *agent) restart(before func(b *agent)) *agent {
-	a.t.Helper()
-	a.close()
-	b := newAgent(a.t, a.dataDir, a.opts)
-	states, err := b.db.LoadAllocs()
-	if err != nil {
-		a.t.Fatal(err)
-	}
+	a.T.Helper()
+	a.Close()
+	b := newAgent(a.T, a.DataDir, a.opts)
 	if before != nil {
 		before(b)
 	}
-	for _, as := range states {
-		ar, err := taskrunner.RestoreAllocRunner(b.cfg, as)
-		if err != nil {
-			a.t.Fatal(err)
-		}
-		b.runners = append(b.runners, ar)
-		ar.Run()
-	}
+	b.RestoreAll()
 	return b
-}
-
-func (a *agent) run(job *jobspec.Job) *taskrunner.AllocRunner {
-	a.t.Helper()
-	ar, err := taskrunner.NewAllocRunner(a.cfg, job, job.TaskGroups[0].Name, 0)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	a.runners = append(a.runners, ar)
-	ar.Run()
-	return ar
-}
-
-func (a *agent) stop(ar *taskrunner.AllocRunner) {
-	a.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := ar.Stop(ctx); err != nil {
-		a.t.Fatal(err)
-	}
 }
 
 // handle returns the task's stored handle and kills its process group and
@@ -270,15 +107,7 @@ func handle(t testing.TB, ar *taskrunner.AllocRunner, task string) *state.TaskHa
 	if h == nil {
 		t.Fatalf("task %s has no handle", task)
 	}
-	t.Cleanup(func() {
-		_ = unix.Kill(-h.Pid, syscall.SIGCONT)
-		_ = unix.Kill(-h.Pid, syscall.SIGKILL)
-		if h.LogmonPid > 0 {
-			if st, err := driver.ProcStartTime(h.LogmonPid); err == nil && st == h.LogmonStartTime {
-				_ = unix.Kill(h.LogmonPid, syscall.SIGKILL)
-			}
-		}
-	})
+	runnertest.KillAtCleanup(t, h)
 	return h
 }
 
@@ -299,8 +128,8 @@ func eachDriver(t *testing.T, f func(t *testing.T, drv string)) {
 func healthyPlugin(t *testing.T, drv, typ string, opts agentOpts) (*agent, *taskrunner.AllocRunner) {
 	t.Helper()
 	a := newAgent(t, "", opts)
-	ar := a.run(pluginJob("csi", drv, typ, nil))
-	a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+	ar := a.Run(pluginJob("csi", drv, typ, nil))
+	a.Events.Wait(t, ar.ID(), EventPluginHealthy, 1)
 	return a, ar
 }
 

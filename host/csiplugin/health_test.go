@@ -20,21 +20,21 @@ func TestProbeFailingRestarts(t *testing.T) {
 		a := newAgent(t, "", agentOpts{})
 		job := pluginJob("csi", drv, jobspec.CSIPluginTypeNode, map[string]string{"MOCKCSI_PROBE_FAIL": "1"})
 		csiTask(job).CSIPluginConfig.HealthTimeout = 300 * time.Millisecond
-		ar := a.run(job)
-		unhealthy := a.ev.wait(t, ar.ID(), EventPluginNotHealthy, 1)
+		ar := a.Run(job)
+		unhealthy := a.Events.Wait(t, ar.ID(), EventPluginNotHealthy, 1)
 		if !strings.Contains(unhealthy.Message, "probe failing on purpose") {
 			t.Errorf("unhealthy event %q does not carry the probe error", unhealthy.Message)
 		}
-		sig := a.ev.wait(t, ar.ID(), taskrunner.EventRestartSignal, 1)
+		sig := a.Events.Wait(t, ar.ID(), taskrunner.EventRestartSignal, 1)
 		if !strings.Contains(sig.Message, "health_timeout 300ms elapsed") || !strings.Contains(sig.Message, "probe failing on purpose") {
 			t.Errorf("restart reason %q", sig.Message)
 		}
-		a.ev.wait(t, ar.ID(), taskrunner.EventRestarting, 1)
+		a.Events.Wait(t, ar.ID(), taskrunner.EventRestarting, 1)
 		// The restarted launch is supervised again from scratch.
-		a.ev.wait(t, ar.ID(), EventPluginNotHealthy, 2)
+		a.Events.Wait(t, ar.ID(), EventPluginNotHealthy, 2)
 		// Never healthy, so never "became unhealthy" either.
 		for _, typ := range []string{EventPluginHealthy, EventPluginUnhealthy} {
-			if n := len(a.ev.matching(ar.ID(), typ)); n != 0 {
+			if n := len(a.Events.Matching(ar.ID(), typ)); n != 0 {
 				t.Errorf("%d %q events", n, typ)
 			}
 		}
@@ -49,13 +49,13 @@ func TestNotReadyBeyondHealthTimeout(t *testing.T) {
 		a := newAgent(t, "", agentOpts{})
 		job := pluginJob("csi", drv, jobspec.CSIPluginTypeMonolith, map[string]string{"MOCKCSI_NOT_READY_FOR": "1h"})
 		csiTask(job).CSIPluginConfig.HealthTimeout = 300 * time.Millisecond
-		ar := a.run(job)
-		sig := a.ev.wait(t, ar.ID(), taskrunner.EventRestartSignal, 1)
+		ar := a.Run(job)
+		sig := a.Events.Wait(t, ar.ID(), taskrunner.EventRestartSignal, 1)
 		if !strings.Contains(sig.Message, "health_timeout 300ms elapsed: ") || !strings.Contains(sig.Message, "ready=false") {
 			t.Errorf("restart reason %q", sig.Message)
 		}
 		// The unhealthy event comes with the timeout, not before.
-		if evs := a.ev.matching(ar.ID(), EventPluginNotHealthy); len(evs) != 1 || !strings.Contains(evs[0].Message, "ready=false") {
+		if evs := a.Events.Matching(ar.ID(), EventPluginNotHealthy); len(evs) != 1 || !strings.Contains(evs[0].Message, "ready=false") {
 			for _, e := range evs {
 				t.Errorf("unhealthy event: %s", e.Message)
 			}
@@ -74,13 +74,13 @@ func TestNotReadyWithinHealthTimeout(t *testing.T) {
 	eachDriver(t, func(t *testing.T, drv string) {
 		a := newAgent(t, "", agentOpts{})
 		job := pluginJob("csi", drv, jobspec.CSIPluginTypeNode, map[string]string{"MOCKCSI_NOT_READY_FOR": "300ms"})
-		ar := a.run(job)
-		a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+		ar := a.Run(job)
+		a.Events.Wait(t, ar.ID(), EventPluginHealthy, 1)
 		handle(t, ar, "plugin")
 		registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
 		for _, typ := range []string{taskrunner.EventRestartSignal, EventPluginUnhealthy, EventPluginNotHealthy} {
-			if n := len(a.ev.matching(ar.ID(), typ)); n != 0 {
-				t.Errorf("%d %q events:%s", n, typ, a.ev)
+			if n := len(a.Events.Matching(ar.ID(), typ)); n != 0 {
+				t.Errorf("%d %q events:%s", n, typ, a.Events)
 			}
 		}
 	})
@@ -96,7 +96,7 @@ func TestHeartbeatHealthEvents(t *testing.T) {
 	if err := unix.Kill(h.Pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	ev := a.ev.wait(t, ar.ID(), EventPluginUnhealthy, 1)
+	ev := a.Events.Wait(t, ar.ID(), EventPluginUnhealthy, 1)
 	if !strings.Contains(ev.Message, "DeadlineExceeded") && !strings.Contains(ev.Message, "deadline exceeded") {
 		t.Errorf("unhealthy because %q", ev.Message)
 	}
@@ -104,8 +104,8 @@ func TestHeartbeatHealthEvents(t *testing.T) {
 	if err := unix.Kill(h.Pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	a.ev.wait(t, ar.ID(), EventPluginHealthy, 2)
-	if n := len(a.ev.matching(ar.ID(), taskrunner.EventRestartSignal)); n != 0 {
-		t.Errorf("heartbeat failure restarted the task:%s", a.ev)
+	a.Events.Wait(t, ar.ID(), EventPluginHealthy, 2)
+	if n := len(a.Events.Matching(ar.ID(), taskrunner.EventRestartSignal)); n != 0 {
+		t.Errorf("heartbeat failure restarted the task:%s", a.Events)
 	}
 }

@@ -61,13 +61,13 @@ func TestExitDeregisters(t *testing.T) {
 		job := pluginJob("csi", drv, jobspec.CSIPluginTypeNode, map[string]string{"MOCKCSI_CRASH_AFTER": crash})
 		job.TaskGroups[0].Restart.Attempts = 1
 		events := subscribe(t, a.reg, dynamic.PluginTypeCSINode)
-		ar := a.run(job)
+		ar := a.Run(job)
 		<-ar.Done()
 		id := ar.ID()
 		nextEvents(t, events, "registered "+id, "deregistered "+id, "registered "+id, "deregistered "+id)
 		notRegistered(t, a.reg, dynamic.PluginTypeCSINode, id)
-		if n := len(a.ev.matching(id, EventPluginHealthy)); n != 2 {
-			t.Errorf("%d healthy events, want one per launch:%s", n, a.ev)
+		if n := len(a.Events.Matching(id, EventPluginHealthy)); n != 2 {
+			t.Errorf("%d healthy events, want one per launch:%s", n, a.Events)
 		}
 	})
 }
@@ -78,23 +78,23 @@ func TestExitDeregisters(t *testing.T) {
 func TestRollingUpdate(t *testing.T) {
 	a := newAgent(t, "", agentOpts{})
 	job := pluginJob("csi", jobspec.DriverGoPlugin, jobspec.CSIPluginTypeMonolith, nil)
-	older := a.run(job)
-	a.ev.wait(t, older.ID(), EventPluginHealthy, 1)
-	newer := a.run(job)
-	a.ev.wait(t, newer.ID(), EventPluginHealthy, 1)
+	older := a.Run(job)
+	a.Events.Wait(t, older.ID(), EventPluginHealthy, 1)
+	newer := a.Run(job)
+	a.Events.Wait(t, newer.ID(), EventPluginHealthy, 1)
 	for _, typ := range []string{dynamic.PluginTypeCSINode, dynamic.PluginTypeCSIController} {
 		if p, ok := a.reg.Active(typ, "hostpath"); !ok || p.AllocID != newer.ID() {
 			t.Fatalf("%s active = %+v, want the newer alloc %s", typ, p, newer.ID())
 		}
 	}
-	a.stop(newer)
+	a.Stop(newer)
 	for _, typ := range []string{dynamic.PluginTypeCSINode, dynamic.PluginTypeCSIController} {
 		notRegistered(t, a.reg, typ, newer.ID())
 		if p, ok := a.reg.Active(typ, "hostpath"); !ok || p.AllocID != older.ID() {
 			t.Fatalf("%s active after the newer stopped = %+v, want the older alloc %s", typ, p, older.ID())
 		}
 	}
-	a.stop(older)
+	a.Stop(older)
 	for _, typ := range []string{dynamic.PluginTypeCSINode, dynamic.PluginTypeCSIController} {
 		if p, ok := a.reg.Active(typ, "hostpath"); ok {
 			t.Fatalf("%s still active: %+v", typ, p)
@@ -117,14 +117,14 @@ func TestAgentRestartKeepsRegistration(t *testing.T) {
 			registered(t, b.reg, dynamic.PluginTypeCSINode, ar.ID())
 			events = subscribe(t, b.reg, dynamic.PluginTypeCSINode)
 		})
-		b.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
-		if n := len(b.ev.matching(ar.ID(), taskrunner.EventReattached)); n != 1 {
-			t.Fatalf("%d reattached events:%s", n, b.ev)
+		b.Events.Wait(t, ar.ID(), EventPluginHealthy, 1)
+		if n := len(b.Events.Matching(ar.ID(), taskrunner.EventReattached)); n != 1 {
+			t.Fatalf("%d reattached events:%s", n, b.Events)
 		}
-		if n := len(b.ev.matching(ar.ID(), taskrunner.EventStarted)); n != 0 {
-			t.Fatalf("plugin relaunched:%s", b.ev)
+		if n := len(b.Events.Matching(ar.ID(), taskrunner.EventStarted)); n != 0 {
+			t.Fatalf("plugin relaunched:%s", b.Events)
 		}
-		if h2 := handle(t, b.runners[0], "plugin"); h2.Pid != h.Pid || h2.StartTime != h.StartTime {
+		if h2 := handle(t, b.Runners[0], "plugin"); h2.Pid != h.Pid || h2.StartTime != h.StartTime {
 			t.Fatalf("pid %d → %d", h.Pid, h2.Pid)
 		}
 		after := registered(t, b.reg, dynamic.PluginTypeCSINode, ar.ID())
@@ -156,13 +156,13 @@ func TestAgentRestartRegistersWhatTheStoreLacks(t *testing.T) {
 			}
 			notRegistered(t, b.reg, dynamic.PluginTypeCSINode, ar.ID())
 		})
-		b.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+		b.Events.Wait(t, ar.ID(), EventPluginHealthy, 1)
 		after := registered(t, b.reg, dynamic.PluginTypeCSINode, ar.ID())
 		if after.Seq == before.Seq || after.ConnectionInfo.SocketPath != before.ConnectionInfo.SocketPath {
 			t.Errorf("node registration after restart: %+v, want a new one at %s", after, before.ConnectionInfo.SocketPath)
 		}
-		if n := len(b.ev.matching(ar.ID(), taskrunner.EventStarted)); n != 0 {
-			t.Fatalf("plugin relaunched:%s", b.ev)
+		if n := len(b.Events.Matching(ar.ID(), taskrunner.EventStarted)); n != 0 {
+			t.Fatalf("plugin relaunched:%s", b.Events)
 		}
 	})
 }
@@ -174,7 +174,7 @@ func TestDiedWhileAgentDown(t *testing.T) {
 	eachDriver(t, func(t *testing.T, drv string) {
 		a, ar := healthyPlugin(t, drv, jobspec.CSIPluginTypeNode, agentOpts{})
 		h := handle(t, ar, "plugin")
-		a.close()
+		a.Close()
 		if err := unix.Kill(h.Pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -186,15 +186,15 @@ func TestDiedWhileAgentDown(t *testing.T) {
 			registered(t, b.reg, dynamic.PluginTypeCSINode, id)
 			events = subscribe(t, b.reg, dynamic.PluginTypeCSINode)
 		})
-		b.ev.wait(t, id, EventPluginHealthy, 1)
+		b.Events.Wait(t, id, EventPluginHealthy, 1)
 		nextEvents(t, events, "deregistered "+id, "registered "+id)
-		if n := len(b.ev.matching(id, taskrunner.EventStarted)); n != 1 {
-			t.Fatalf("%d launches after restore:%s", n, b.ev)
+		if n := len(b.Events.Matching(id, taskrunner.EventStarted)); n != 1 {
+			t.Fatalf("%d launches after restore:%s", n, b.Events)
 		}
 		if p := registered(t, b.reg, dynamic.PluginTypeCSINode, id); p.ConnectionInfo.SocketPath == "" {
 			t.Fatal("no socket")
 		}
-		handle(t, b.runners[0], "plugin")
+		handle(t, b.Runners[0], "plugin")
 	})
 }
 
@@ -208,9 +208,9 @@ func TestLongDataDir(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := newAgent(t, dataDir, agentOpts{})
-		ar := a.run(pluginJob("csi", drv, jobspec.CSIPluginTypeNode, nil))
+		ar := a.Run(pluginJob("csi", drv, jobspec.CSIPluginTypeNode, nil))
 		t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(ar.SocketDir())) })
-		a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+		a.Events.Wait(t, ar.ID(), EventPluginHealthy, 1)
 		handle(t, ar, "plugin")
 		p := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
 		sock := p.ConnectionInfo.SocketPath
@@ -247,8 +247,8 @@ func TestMonolithRegistersBothOrNeither(t *testing.T) {
 		return failingPuts{Store: s, typ: dynamic.PluginTypeCSIController}
 	}})
 	events := subscribe(t, a.reg, dynamic.PluginTypeCSINode)
-	ar := a.run(pluginJob("csi", jobspec.DriverGoPlugin, jobspec.CSIPluginTypeMonolith, nil))
-	sig := a.ev.wait(t, ar.ID(), taskrunner.EventRestartSignal, 1)
+	ar := a.Run(pluginJob("csi", jobspec.DriverGoPlugin, jobspec.CSIPluginTypeMonolith, nil))
+	sig := a.Events.Wait(t, ar.ID(), taskrunner.EventRestartSignal, 1)
 	if !strings.Contains(sig.Message, "could not be registered") || !strings.Contains(sig.Message, "no space left") {
 		t.Fatalf("restart reason %q", sig.Message)
 	}
@@ -263,7 +263,7 @@ func TestMonolithRegistersBothOrNeither(t *testing.T) {
 	nextEvents(t, events, "registered sentinel")
 	notRegistered(t, a.reg, dynamic.PluginTypeCSINode, id)
 	notRegistered(t, a.reg, dynamic.PluginTypeCSIController, id)
-	if n := len(a.ev.matching(id, EventPluginHealthy)); n != 0 {
-		t.Fatalf("reported healthy although not registered:%s", a.ev)
+	if n := len(a.Events.Matching(id, EventPluginHealthy)); n != 0 {
+		t.Fatalf("reported healthy although not registered:%s", a.Events)
 	}
 }

@@ -29,8 +29,8 @@ func TestRegistersHealthyPlugin(t *testing.T) {
 			// that ignore the environment are configured like this.
 			args = []string{"--endpoint=${CSI_ENDPOINT}"}
 		}
-		ar := a.run(pluginJob("csi", drv, jobspec.CSIPluginTypeNode, nil, args...))
-		a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+		ar := a.Run(pluginJob("csi", drv, jobspec.CSIPluginTypeNode, nil, args...))
+		a.Events.Wait(t, ar.ID(), EventPluginHealthy, 1)
 		h := handle(t, ar, "plugin")
 
 		p := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
@@ -57,7 +57,7 @@ func TestRegistersHealthyPlugin(t *testing.T) {
 		if p.Version == "" || p.Version != p.Options["ProviderVersion"] || p.Options["Provider"] != "mockcsi.pluginhost.dev" {
 			t.Errorf("version %q, options %v", p.Version, p.Options)
 		}
-		mount := filepath.Join(a.dataDir, "csi", "node", "hostpath")
+		mount := filepath.Join(a.DataDir, "csi", "node", "hostpath")
 		if p.Options["MountDir"] != mount || p.Options["StagePublishBaseDir"] != mount {
 			t.Errorf("options %v, want mount dir %s", p.Options, mount)
 		}
@@ -65,7 +65,7 @@ func TestRegistersHealthyPlugin(t *testing.T) {
 			t.Errorf("mount dir: %v", err)
 		}
 
-		a.stop(ar)
+		a.Stop(ar)
 		notRegistered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
 		if drv == jobspec.DriverRawExec {
 			if _, err := os.Lstat(want); !os.IsNotExist(err) {
@@ -78,10 +78,10 @@ func TestRegistersHealthyPlugin(t *testing.T) {
 // A task that names its own CSI_ENDPOINT keeps it, and is probed there.
 func TestTaskChosenEndpoint(t *testing.T) {
 	a := newAgent(t, "", agentOpts{})
-	sock := filepath.Join(a.dataDir, "own.sock")
-	ar := a.run(pluginJob("csi", jobspec.DriverRawExec, jobspec.CSIPluginTypeController,
+	sock := filepath.Join(a.DataDir, "own.sock")
+	ar := a.Run(pluginJob("csi", jobspec.DriverRawExec, jobspec.CSIPluginTypeController,
 		map[string]string{"CSI_ENDPOINT": "unix://" + sock}))
-	a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+	a.Events.Wait(t, ar.ID(), EventPluginHealthy, 1)
 	h := handle(t, ar, "plugin")
 	if got := procEnviron(t, h.Pid)["CSI_ENDPOINT"]; got != "unix://"+sock {
 		t.Errorf("CSI_ENDPOINT = %q, want the task's own", got)
@@ -92,12 +92,12 @@ func TestTaskChosenEndpoint(t *testing.T) {
 	// The runner does not rebuild a re-adopted task's environment; the
 	// supervisor finds the endpoint in the process's own.
 	b := a.restart(nil)
-	b.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+	b.Events.Wait(t, ar.ID(), EventPluginHealthy, 1)
 	if p := registered(t, b.reg, dynamic.PluginTypeCSIController, ar.ID()); p.ConnectionInfo.SocketPath != sock {
 		t.Errorf("after restart: registered socket %q, want %q", p.ConnectionInfo.SocketPath, sock)
 	}
-	if n := len(b.ev.matching(ar.ID(), taskrunner.EventStarted)); n != 0 {
-		t.Errorf("plugin relaunched:%s", b.ev)
+	if n := len(b.Events.Matching(ar.ID(), taskrunner.EventStarted)); n != 0 {
+		t.Errorf("plugin relaunched:%s", b.Events)
 	}
 }
 
@@ -105,14 +105,14 @@ func TestTaskChosenEndpoint(t *testing.T) {
 // fails at once with an event that says why, instead of timing out.
 func TestBadEndpointFailsTask(t *testing.T) {
 	a := newAgent(t, "", agentOpts{})
-	ar := a.run(pluginJob("csi", jobspec.DriverRawExec, jobspec.CSIPluginTypeNode,
+	ar := a.Run(pluginJob("csi", jobspec.DriverRawExec, jobspec.CSIPluginTypeNode,
 		map[string]string{"CSI_ENDPOINT": "unix:///" + strings.Repeat("x", 120) + "/csi.sock"}))
 	<-ar.Done()
-	evs := a.ev.matching(ar.ID(), taskrunner.EventSetupFailure)
+	evs := a.Events.Matching(ar.ID(), taskrunner.EventSetupFailure)
 	if len(evs) != 1 || !strings.Contains(evs[0].Message, "CSI_ENDPOINT") || !strings.Contains(evs[0].Message, "107") {
-		t.Fatalf("setup failure events %v; all:%s", evs, a.ev)
+		t.Fatalf("setup failure events %v; all:%s", evs, a.Events)
 	}
-	if n := len(a.ev.matching(ar.ID(), taskrunner.EventStarted)); n != 0 {
+	if n := len(a.Events.Matching(ar.ID(), taskrunner.EventStarted)); n != 0 {
 		t.Fatalf("task started %d times", n)
 	}
 }
@@ -121,8 +121,8 @@ func TestBadEndpointFailsTask(t *testing.T) {
 func TestMonolithRegistersBothTypes(t *testing.T) {
 	eachDriver(t, func(t *testing.T, drv string) {
 		a := newAgent(t, "", agentOpts{})
-		ar := a.run(pluginJob("csi", drv, jobspec.CSIPluginTypeMonolith, nil))
-		ev := a.ev.wait(t, ar.ID(), EventPluginHealthy, 1)
+		ar := a.Run(pluginJob("csi", drv, jobspec.CSIPluginTypeMonolith, nil))
+		ev := a.Events.Wait(t, ar.ID(), EventPluginHealthy, 1)
 		handle(t, ar, "plugin")
 		node := registered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
 		ctrl := registered(t, a.reg, dynamic.PluginTypeCSIController, ar.ID())
@@ -132,10 +132,10 @@ func TestMonolithRegistersBothTypes(t *testing.T) {
 		if !strings.Contains(ev.Message, "csi-node") || !strings.Contains(ev.Message, "csi-controller") {
 			t.Errorf("healthy event %q does not name both types", ev.Message)
 		}
-		if want := filepath.Join(a.dataDir, "csi", "monolith", "hostpath"); node.Options["MountDir"] != want {
+		if want := filepath.Join(a.DataDir, "csi", "monolith", "hostpath"); node.Options["MountDir"] != want {
 			t.Errorf("mount dir %q, want %q", node.Options["MountDir"], want)
 		}
-		a.stop(ar)
+		a.Stop(ar)
 		notRegistered(t, a.reg, dynamic.PluginTypeCSINode, ar.ID())
 		notRegistered(t, a.reg, dynamic.PluginTypeCSIController, ar.ID())
 	})
@@ -212,7 +212,7 @@ func TestGoPluginConnectionLent(t *testing.T) {
 			if h == nil || h.GetState() == connectivity.Shutdown {
 				t.Fatalf("lent connection %T is not an open go-plugin connection", conn)
 			}
-			a.stop(ar)
+			a.Stop(ar)
 			if got := l.onLoan(); len(got) != 0 {
 				t.Fatalf("still on loan after the task stopped: %v", got)
 			}
