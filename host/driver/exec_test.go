@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,5 +154,44 @@ func TestExecMissingCommand(t *testing.T) {
 	out, _ := io.ReadAll(r)
 	if res.ExitCode != 126 || !strings.Contains(string(out), "not found in the task's PATH") {
 		t.Fatalf("exit %+v, output %q", res, out)
+	}
+}
+
+// The /proc entries that configure the whole machine are read-only to an
+// exec task, and those that show kernel internals are covered, as runc
+// does: the task keeps CAP_DAC_OVERRIDE, which is the only check on
+// writing /proc/sysrq-trigger or an IRQ's affinity.
+func TestExecProcFenced(t *testing.T) {
+	res, out, _ := runExec(t, `cat /proc/self/mountinfo; echo ---; cat /proc/timer_list /proc/keys | wc -c; ls /proc/acpi | wc -l`,
+		execConfig(t, ""), nobody, nil)
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %+v; output:\n%s", res, out)
+	}
+	mountinfo, rest, ok := strings.Cut(out, "---\n")
+	if !ok {
+		t.Fatalf("output %q", out)
+	}
+	// Field 5 is the mount point, field 6 its own options.
+	opts := map[string]string{}
+	for line := range strings.SplitSeq(mountinfo, "\n") {
+		if f := strings.Fields(line); len(f) > 5 {
+			opts[f[4]] = f[5]
+		}
+	}
+	checked := 0
+	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"} {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		checked++
+		if o, ok := opts[p]; !ok || !slices.Contains(strings.Split(o, ","), "ro") {
+			t.Errorf("%s in the task: mount options %q (mounted: %v), want read-only", p, o, ok)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("this host has none of the read-only /proc entries")
+	}
+	if got := strings.Fields(rest); len(got) != 2 || got[0] != "0" || got[1] != "0" {
+		t.Errorf("/proc/timer_list and /proc/keys (bytes), /proc/acpi (entries): %q, want 0 0", rest)
 	}
 }

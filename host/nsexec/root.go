@@ -143,8 +143,9 @@ func mountDev(dev string) error {
 
 // pivot makes dir the root of the mount namespace and detaches the old
 // one, so that no path leads back to the host's files (a chroot can be
-// left; a detached root cannot be reached). newPID mounts a /proc that
-// shows the task's own pid namespace.
+// left; a detached root cannot be reached). It then mounts the task's
+// /proc, which shows the task's pid namespace (the host's with pid_mode
+// "host"), and fences it (fenceProc).
 func pivot(dir string) error {
 	// pivot_root wants the new root to be a mount point.
 	if err := unix.Mount(dir, dir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
@@ -165,8 +166,61 @@ func pivot(dir string) error {
 	if err := unix.Chdir("/"); err != nil {
 		return fmt.Errorf("chdir /: %w", err)
 	}
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+	if err := unix.Mount("proc", "/proc", "proc", procFlags, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
+	}
+	return fenceProc()
+}
+
+const procFlags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+
+// procReadOnly are the /proc entries that set up the whole machine rather
+// than the task's namespaces. Their only check is often the file mode, and
+// an exec task keeps CAP_DAC_OVERRIDE by default (as root it passes
+// /proc/sys's own check too): without this, a task running as nobody
+// could write /proc/sysrq-trigger and reboot the host. runc, and with it
+// Nomad's exec driver, makes the same list read-only.
+var procReadOnly = []string{"/proc/asound", "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+
+// procMasked show kernel state no task needs (kernel memory, keys, timer
+// and scheduler internals, hardware); they are covered with an empty,
+// read-only file or directory, as runc covers them.
+var procMasked = []string{
+	"/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list",
+	"/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+}
+
+// fenceProc makes procReadOnly read-only and covers procMasked in the
+// task's /proc, after the pivot (a file is covered with the task's
+// /dev/null). An entry this kernel does not have is skipped.
+func fenceProc() error {
+	for _, p := range procReadOnly {
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			return fmt.Errorf("bind %s: %w", p, err)
+		}
+		if err := unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|procFlags, ""); err != nil {
+			return fmt.Errorf("make %s read-only: %w", p, err)
+		}
+	}
+	for _, p := range procMasked {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("mask %s: %w", p, err)
+		}
+		if fi.IsDir() {
+			err = unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|procFlags, "")
+		} else {
+			err = unix.Mount("/dev/null", p, "", unix.MS_BIND, "")
+		}
+		if err != nil {
+			return fmt.Errorf("mask %s: %w", p, err)
+		}
 	}
 	return nil
 }
