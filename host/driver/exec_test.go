@@ -195,3 +195,28 @@ func TestExecProcFenced(t *testing.T) {
 		t.Errorf("/proc/timer_list and /proc/keys (bytes), /proc/acpi (entries): %q, want 0 0", rest)
 	}
 }
+
+// An exec task keeps CAP_MKNOD and CAP_DAC_OVERRIDE, as on Nomad, but no
+// device node it makes can be opened: everywhere it can write is nodev
+// (Nomad's devices cgroup does this job there). Char 1,3 is /dev/null,
+// standing in for the host's disk. The bound /dev/null still works, and
+// so does a block volume's node (bound, a mount of its own).
+func TestExecNoDeviceNodes(t *testing.T) {
+	vol := t.TempDir()
+	mounts := []nsexec.Mount{{Source: vol, Target: "/srv/data"}, {Source: "/dev/null", Target: "/srv/blk", File: true}}
+	script := `for d in /dev /tmp /local /alloc /srv/data; do mknod $d/n c 1 3 && echo made $d; echo x 2>/dev/null > $d/n && echo OPENED $d; done; ` +
+		`echo x > /dev/null && echo null-ok; echo x > /srv/blk && echo blk-ok`
+	res, out, _ := runExec(t, script, execConfig(t, ""), nobody, mounts)
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %+v; output:\n%s", res, out)
+	}
+	if !strings.Contains(out, "made /tmp") {
+		t.Fatalf("the task could not make a node at all, so this test proves nothing:\n%s", out)
+	}
+	if strings.Contains(out, "OPENED") {
+		t.Fatalf("the task opened a device node it made:\n%s", out)
+	}
+	if !strings.Contains(out, "null-ok") || !strings.Contains(out, "blk-ok") {
+		t.Fatalf("the bound device nodes stopped working:\n%s", out)
+	}
+}

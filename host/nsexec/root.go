@@ -21,7 +21,11 @@ func buildRoot(r *Root, volumes []Mount, cred *Cred) error {
 		}
 	}
 	if r.Alloc != "" {
-		if err := bind(Mount{Source: r.Alloc, Target: AllocDir}, inRoot(r.Dir, AllocDir), false); err != nil {
+		alloc := inRoot(r.Dir, AllocDir)
+		if err := bind(Mount{Source: r.Alloc, Target: AllocDir}, alloc, false); err != nil {
+			return err
+		}
+		if err := noDev(alloc); err != nil {
 			return err
 		}
 	}
@@ -42,9 +46,45 @@ func buildRoot(r *Root, volumes []Mount, cred *Cred) error {
 		return fmt.Errorf("task /proc: %w", err)
 	}
 	for _, m := range volumes {
-		if err := bind(m, inRoot(r.Dir, m.Target), false); err != nil {
+		target := inRoot(r.Dir, m.Target)
+		if err := bind(m, target, false); err != nil {
 			return err
 		}
+		// A block volume is a device node the task must open.
+		if !m.File {
+			if err := noDev(target); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// noDev makes the mount at target refuse device nodes, keeping its other
+// flags. An exec task keeps CAP_MKNOD and CAP_DAC_OVERRIDE (Nomad's
+// default set) and has no devices cgroup to stop it: wherever it can write
+// on a mount that honours device nodes it can make one for the host's disk
+// (mknod /tmp/d b 8 0) and open it. Every place an exec task can write is
+// nodev: its root (/local, /tmp), /alloc, /dev, /secrets and its directory
+// volumes.
+func noDev(target string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(target, &st); err != nil {
+		return fmt.Errorf("nodev %s: %w", target, err)
+	}
+	// A bind remount sets these flags to what it is given; the atime
+	// flags are kept when none is given.
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NODEV)
+	for _, f := range [...]struct {
+		st int64
+		ms uintptr
+	}{{unix.ST_RDONLY, unix.MS_RDONLY}, {unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NOEXEC, unix.MS_NOEXEC}} {
+		if st.Flags&f.st != 0 {
+			flags |= f.ms
+		}
+	}
+	if err := unix.Mount("", target, "", flags, ""); err != nil {
+		return fmt.Errorf("nodev %s: %w", target, err)
 	}
 	return nil
 }
@@ -107,7 +147,9 @@ func mountDev(dev string) error {
 	if err := os.MkdirAll(dev, 0o755); err != nil {
 		return fmt.Errorf("task /dev: %w", err)
 	}
-	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID, "mode=0755,size=64k"); err != nil {
+	// nodev (see noDev): the device nodes bound below are mounts of
+	// their own, which this flag does not reach.
+	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k"); err != nil {
 		return fmt.Errorf("task /dev tmpfs: %w", err)
 	}
 	for _, d := range devices {
@@ -150,6 +192,9 @@ func pivot(dir string) error {
 	// pivot_root wants the new root to be a mount point.
 	if err := unix.Mount(dir, dir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind task root: %w", err)
+	}
+	if err := noDev(dir); err != nil {
+		return err
 	}
 	if err := unix.Chdir(dir); err != nil {
 		return fmt.Errorf("enter task root: %w", err)
