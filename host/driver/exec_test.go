@@ -3,10 +3,12 @@ package driver
 import (
 	"context"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,6 +37,12 @@ var testChrootEnv = config.DefaultChrootEnv()
 // returns its result and output.
 func runExec(t *testing.T, script string, cfg *ExecConfig, user *User, mounts []nsexec.Mount) (*ExitResult, string, string) {
 	t.Helper()
+	return runExecEnv(t, testChrootEnv, script, cfg, user, mounts)
+}
+
+// runExecEnv is runExec with chroot_env env.
+func runExecEnv(t *testing.T, env map[string]string, script string, cfg *ExecConfig, user *User, mounts []nsexec.Mount) (*ExitResult, string, string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the exec driver needs root")
 	}
@@ -46,7 +54,7 @@ func runExec(t *testing.T, script string, cfg *ExecConfig, user *User, mounts []
 		}
 	}
 	r, w := pipeFile(t)
-	task, err := NewExec(newWatcher(t), testChrootEnv).Start(context.Background(), &StartRequest{
+	task, err := NewExec(newWatcher(t), env).Start(context.Background(), &StartRequest{
 		Command: "/bin/sh", Args: []string{"-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
 		Stdout: w, Stderr: w, TaskDir: taskDir, SharedDir: shared, Exec: cfg, User: user,
 		Mounts: mounts, MountHelper: []string{testNsexec},
@@ -218,5 +226,35 @@ func TestExecNoDeviceNodes(t *testing.T) {
 	}
 	if !strings.Contains(out, "null-ok") || !strings.Contains(out, "blk-ok") {
 		t.Fatalf("the bound device nodes stopped working:\n%s", out)
+	}
+}
+
+// chroot_env is read-only all the way down: a mount below one of its
+// directories (a separate /usr/local, a container's /etc/hosts) is not
+// left writable to a task that keeps CAP_DAC_OVERRIDE.
+func TestExecChrootEnvSubmountsReadOnly(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the exec driver needs root")
+	}
+	env := t.TempDir()
+	sub := filepath.Join(env, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", sub, "tmpfs", 0, "size=64k"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(sub, syscall.MNT_DETACH) })
+	chroot := maps.Clone(testChrootEnv)
+	chroot[env] = "/envx"
+	res, out, _ := runExecEnv(t, chroot, `test -d /envx/sub && echo seen; touch /envx/sub/f 2>/dev/null && echo WROTE; exit 0`, execConfig(t, ""), nobody, nil)
+	if res.ExitCode != 0 || !strings.Contains(out, "seen") {
+		t.Fatalf("exit %+v; the task does not see the chroot_env submount:\n%s", res, out)
+	}
+	if strings.Contains(out, "WROTE") {
+		t.Fatalf("the task wrote into a mount below chroot_env:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(sub, "f")); err == nil {
+		t.Fatal("the task's file is on the host's mount")
 	}
 }
