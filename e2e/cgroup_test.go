@@ -54,12 +54,13 @@ func removeCgroups(t testing.TB, parent string) {
 	}
 }
 
-// removeCgroupDir kills every process in one task cgroup directory (thawed
-// first if it is a freezer's) and removes it.
+// removeCgroupDir kills every process in one task cgroup directory and
+// removes it. The group is thawed first, whichever hierarchy dir is in: a
+// frozen process does not act on SIGKILL, so an agent killed mid-sweep
+// (group frozen) would otherwise leave the memory directory, which comes
+// before the freezer's, busy until the deadline.
 func removeCgroupDir(t testing.TB, dir string) {
-	if strings.HasPrefix(dir, "/sys/fs/cgroup/freezer/") {
-		_ = os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("THAWED"), 0)
-	}
+	thaw(dir)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
@@ -77,4 +78,16 @@ func removeCgroupDir(t testing.TB, dir string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// thaw thaws the task group that dir, a directory of it in any hierarchy,
+// belongs to.
+func thaw(dir string) {
+	for _, r := range cgroupRoots[:len(cgroupRoots)-1] { // the v1 ones
+		if rel, ok := strings.CutPrefix(dir, r+"/"); ok {
+			_ = os.WriteFile(filepath.Join("/sys/fs/cgroup/freezer", rel, "freezer.state"), []byte("THAWED"), 0)
+			return
+		}
+	}
+	_ = os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte("0"), 0)
 }

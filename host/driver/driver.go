@@ -170,13 +170,15 @@ type ExecConfig struct {
 // Cgroup is a task's control group as the drivers use it (package
 // cgroup's Group implements it). A process joins it before it runs any
 // code of its own: through clone3 into the group's directory on cgroup
-// v2, and on v1 by being written into the group while it is stopped at
-// its first exec.
+// v2; on v1 it is forked by a thread that has entered the group (a
+// cgroup.Group's EnterThread) or, if the thread cannot, written into the
+// group while it is stopped at its first exec (startInCgroup).
 type Cgroup interface {
 	// Path names the group; it is saved in the task's handle.
 	Path() string
 	// CloneFD returns a cgroup v2 directory to clone the task into; ok is
-	// false on v1, where AddPid is used instead. The caller closes fd.
+	// false on v1, where the forking thread enters the group or AddPid is
+	// used instead. The caller closes fd.
 	CloneFD() (fd int, ok bool, err error)
 	// AddPid moves pid into the group (cgroup v1).
 	AddPid(pid int) error

@@ -57,8 +57,7 @@ func (d *Exec) Start(ctx context.Context, req *StartRequest) (Task, error) {
 	spec := &nsexec.Spec{
 		Mounts: req.Mounts,
 		Root: &nsexec.Root{
-			Dir: req.TaskDir, Binds: d.binds(), Alloc: req.SharedDir,
-			NewPID: ns.PID, WorkDir: req.WorkDir,
+			Dir: req.TaskDir, Binds: d.binds(), Alloc: req.SharedDir, WorkDir: req.WorkDir,
 		},
 		Cred: &nsexec.Cred{UID: req.User.UID, GID: req.User.GID, Groups: req.User.Groups, Caps: caps, KeepCaps: true},
 	}

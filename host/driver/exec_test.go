@@ -3,9 +3,12 @@ package driver
 import (
 	"context"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,6 +37,12 @@ var testChrootEnv = config.DefaultChrootEnv()
 // returns its result and output.
 func runExec(t *testing.T, script string, cfg *ExecConfig, user *User, mounts []nsexec.Mount) (*ExitResult, string, string) {
 	t.Helper()
+	return runExecEnv(t, testChrootEnv, script, cfg, user, mounts)
+}
+
+// runExecEnv is runExec with chroot_env env.
+func runExecEnv(t *testing.T, env map[string]string, script string, cfg *ExecConfig, user *User, mounts []nsexec.Mount) (*ExitResult, string, string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the exec driver needs root")
 	}
@@ -45,7 +54,7 @@ func runExec(t *testing.T, script string, cfg *ExecConfig, user *User, mounts []
 		}
 	}
 	r, w := pipeFile(t)
-	task, err := NewExec(newWatcher(t), testChrootEnv).Start(context.Background(), &StartRequest{
+	task, err := NewExec(newWatcher(t), env).Start(context.Background(), &StartRequest{
 		Command: "/bin/sh", Args: []string{"-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
 		Stdout: w, Stderr: w, TaskDir: taskDir, SharedDir: shared, Exec: cfg, User: user,
 		Mounts: mounts, MountHelper: []string{testNsexec},
@@ -153,5 +162,99 @@ func TestExecMissingCommand(t *testing.T) {
 	out, _ := io.ReadAll(r)
 	if res.ExitCode != 126 || !strings.Contains(string(out), "not found in the task's PATH") {
 		t.Fatalf("exit %+v, output %q", res, out)
+	}
+}
+
+// The /proc entries that configure the whole machine are read-only to an
+// exec task, and those that show kernel internals are covered, as runc
+// does: the task keeps CAP_DAC_OVERRIDE, which is the only check on
+// writing /proc/sysrq-trigger or an IRQ's affinity.
+func TestExecProcFenced(t *testing.T) {
+	res, out, _ := runExec(t, `cat /proc/self/mountinfo; echo ---; cat /proc/timer_list /proc/keys | wc -c; ls /proc/acpi | wc -l`,
+		execConfig(t, ""), nobody, nil)
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %+v; output:\n%s", res, out)
+	}
+	mountinfo, rest, ok := strings.Cut(out, "---\n")
+	if !ok {
+		t.Fatalf("output %q", out)
+	}
+	// Field 5 is the mount point, field 6 its own options.
+	opts := map[string]string{}
+	for line := range strings.SplitSeq(mountinfo, "\n") {
+		if f := strings.Fields(line); len(f) > 5 {
+			opts[f[4]] = f[5]
+		}
+	}
+	checked := 0
+	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"} {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		checked++
+		if o, ok := opts[p]; !ok || !slices.Contains(strings.Split(o, ","), "ro") {
+			t.Errorf("%s in the task: mount options %q (mounted: %v), want read-only", p, o, ok)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("this host has none of the read-only /proc entries")
+	}
+	if got := strings.Fields(rest); len(got) != 2 || got[0] != "0" || got[1] != "0" {
+		t.Errorf("/proc/timer_list and /proc/keys (bytes), /proc/acpi (entries): %q, want 0 0", rest)
+	}
+}
+
+// An exec task keeps CAP_MKNOD and CAP_DAC_OVERRIDE, as on Nomad, but no
+// device node it makes can be opened: everywhere it can write is nodev
+// (Nomad's devices cgroup does this job there). Char 1,3 is /dev/null,
+// standing in for the host's disk. The bound /dev/null still works, and
+// so does a block volume's node (bound, a mount of its own).
+func TestExecNoDeviceNodes(t *testing.T) {
+	vol := t.TempDir()
+	mounts := []nsexec.Mount{{Source: vol, Target: "/srv/data"}, {Source: "/dev/null", Target: "/srv/blk", File: true}}
+	script := `for d in /dev /tmp /local /alloc /srv/data; do mknod $d/n c 1 3 && echo made $d; echo x 2>/dev/null > $d/n && echo OPENED $d; done; ` +
+		`echo x > /dev/null && echo null-ok; echo x > /srv/blk && echo blk-ok`
+	res, out, _ := runExec(t, script, execConfig(t, ""), nobody, mounts)
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %+v; output:\n%s", res, out)
+	}
+	if !strings.Contains(out, "made /tmp") {
+		t.Fatalf("the task could not make a node at all, so this test proves nothing:\n%s", out)
+	}
+	if strings.Contains(out, "OPENED") {
+		t.Fatalf("the task opened a device node it made:\n%s", out)
+	}
+	if !strings.Contains(out, "null-ok") || !strings.Contains(out, "blk-ok") {
+		t.Fatalf("the bound device nodes stopped working:\n%s", out)
+	}
+}
+
+// chroot_env is read-only all the way down: a mount below one of its
+// directories (a separate /usr/local, a container's /etc/hosts) is not
+// left writable to a task that keeps CAP_DAC_OVERRIDE.
+func TestExecChrootEnvSubmountsReadOnly(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the exec driver needs root")
+	}
+	env := t.TempDir()
+	sub := filepath.Join(env, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", sub, "tmpfs", 0, "size=64k"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(sub, syscall.MNT_DETACH) })
+	chroot := maps.Clone(testChrootEnv)
+	chroot[env] = "/envx"
+	res, out, _ := runExecEnv(t, chroot, `test -d /envx/sub && echo seen; touch /envx/sub/f 2>/dev/null && echo WROTE; exit 0`, execConfig(t, ""), nobody, nil)
+	if res.ExitCode != 0 || !strings.Contains(out, "seen") {
+		t.Fatalf("exit %+v; the task does not see the chroot_env submount:\n%s", res, out)
+	}
+	if strings.Contains(out, "WROTE") {
+		t.Fatalf("the task wrote into a mount below chroot_env:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(sub, "f")); err == nil {
+		t.Fatal("the task's file is on the host's mount")
 	}
 }

@@ -80,6 +80,11 @@ func startChild(cmd *exec.Cmd, cg Cgroup) (*proc, error) {
 	cmd.SysProcAttr.PidFD = &pidfd
 	pid, err := startInCgroup(cmd, cg)
 	if err != nil {
+		// A process started but not let into its group was killed; its
+		// pidfd is ours to close.
+		if pidfd >= 0 {
+			_ = unix.Close(pidfd)
+		}
 		return nil, err
 	}
 	p := &proc{pid: pid, pidfd: pidfd, done: make(chan struct{}), cg: cg}

@@ -45,6 +45,12 @@
 // detached: nothing else of the host is visible. Mount points the helper
 // creates in the task directory stay behind, empty, as Nomad's copies do.
 //
+// The task keeps Nomad's capabilities but not Nomad's devices cgroup or
+// runc's /proc fences, so the helper puts up the fences itself: every
+// mount the task can write is nodev (noDev: no node it makes with
+// CAP_MKNOD opens a device), and /proc's machine-wide entries are
+// read-only or covered (fenceProc).
+//
 // # User and capabilities
 //
 // The helper changes to the task's user last, after every mount. For exec

@@ -23,6 +23,20 @@ func bind(m Mount, target string, rec bool) error {
 	if err := unix.Mount(m.Source, target, "", flags, ""); err != nil {
 		return fmt.Errorf("bind %s at %s: %w", m.Source, m.Target, err)
 	}
+	if m.ReadOnly && rec {
+		// A remount reaches the top mount only: the mounts below a
+		// chroot_env directory that came along would stay writable.
+		// mount_setattr is Linux 5.12; older kernels get the top
+		// mount read-only, as before it.
+		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+		err := unix.MountSetattr(-1, target, unix.AT_RECURSIVE, &attr)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.ENOSYS) {
+			return fmt.Errorf("make %s read-only: %w", m.Target, err)
+		}
+	}
 	if m.ReadOnly {
 		// A bind mount takes the read-only flag only on a remount.
 		flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)

@@ -21,7 +21,11 @@ func buildRoot(r *Root, volumes []Mount, cred *Cred) error {
 		}
 	}
 	if r.Alloc != "" {
-		if err := bind(Mount{Source: r.Alloc, Target: AllocDir}, inRoot(r.Dir, AllocDir), false); err != nil {
+		alloc := inRoot(r.Dir, AllocDir)
+		if err := bind(Mount{Source: r.Alloc, Target: AllocDir}, alloc, false); err != nil {
+			return err
+		}
+		if err := noDev(alloc); err != nil {
 			return err
 		}
 	}
@@ -42,9 +46,45 @@ func buildRoot(r *Root, volumes []Mount, cred *Cred) error {
 		return fmt.Errorf("task /proc: %w", err)
 	}
 	for _, m := range volumes {
-		if err := bind(m, inRoot(r.Dir, m.Target), false); err != nil {
+		target := inRoot(r.Dir, m.Target)
+		if err := bind(m, target, false); err != nil {
 			return err
 		}
+		// A block volume is a device node the task must open.
+		if !m.File {
+			if err := noDev(target); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// noDev makes the mount at target refuse device nodes, keeping its other
+// flags. An exec task keeps CAP_MKNOD and CAP_DAC_OVERRIDE (Nomad's
+// default set) and has no devices cgroup to stop it: wherever it can write
+// on a mount that honours device nodes it can make one for the host's disk
+// (mknod /tmp/d b 8 0) and open it. Every place an exec task can write is
+// nodev: its root (/local, /tmp), /alloc, /dev, /secrets and its directory
+// volumes.
+func noDev(target string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(target, &st); err != nil {
+		return fmt.Errorf("nodev %s: %w", target, err)
+	}
+	// A bind remount sets these flags to what it is given; the atime
+	// flags are kept when none is given.
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NODEV)
+	for _, f := range [...]struct {
+		st int64
+		ms uintptr
+	}{{unix.ST_RDONLY, unix.MS_RDONLY}, {unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NOEXEC, unix.MS_NOEXEC}} {
+		if st.Flags&f.st != 0 {
+			flags |= f.ms
+		}
+	}
+	if err := unix.Mount("", target, "", flags, ""); err != nil {
+		return fmt.Errorf("nodev %s: %w", target, err)
 	}
 	return nil
 }
@@ -107,7 +147,9 @@ func mountDev(dev string) error {
 	if err := os.MkdirAll(dev, 0o755); err != nil {
 		return fmt.Errorf("task /dev: %w", err)
 	}
-	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID, "mode=0755,size=64k"); err != nil {
+	// nodev (see noDev): the device nodes bound below are mounts of
+	// their own, which this flag does not reach.
+	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k"); err != nil {
 		return fmt.Errorf("task /dev tmpfs: %w", err)
 	}
 	for _, d := range devices {
@@ -143,12 +185,16 @@ func mountDev(dev string) error {
 
 // pivot makes dir the root of the mount namespace and detaches the old
 // one, so that no path leads back to the host's files (a chroot can be
-// left; a detached root cannot be reached). newPID mounts a /proc that
-// shows the task's own pid namespace.
+// left; a detached root cannot be reached). It then mounts the task's
+// /proc, which shows the task's pid namespace (the host's with pid_mode
+// "host"), and fences it (fenceProc).
 func pivot(dir string) error {
 	// pivot_root wants the new root to be a mount point.
 	if err := unix.Mount(dir, dir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind task root: %w", err)
+	}
+	if err := noDev(dir); err != nil {
+		return err
 	}
 	if err := unix.Chdir(dir); err != nil {
 		return fmt.Errorf("enter task root: %w", err)
@@ -165,8 +211,61 @@ func pivot(dir string) error {
 	if err := unix.Chdir("/"); err != nil {
 		return fmt.Errorf("chdir /: %w", err)
 	}
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+	if err := unix.Mount("proc", "/proc", "proc", procFlags, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
+	}
+	return fenceProc()
+}
+
+const procFlags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+
+// procReadOnly are the /proc entries that set up the whole machine rather
+// than the task's namespaces. Their only check is often the file mode, and
+// an exec task keeps CAP_DAC_OVERRIDE by default (as root it passes
+// /proc/sys's own check too): without this, a task running as nobody
+// could write /proc/sysrq-trigger and reboot the host. runc, and with it
+// Nomad's exec driver, makes the same list read-only.
+var procReadOnly = []string{"/proc/asound", "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+
+// procMasked show kernel state no task needs (kernel memory, keys, timer
+// and scheduler internals, hardware); they are covered with an empty,
+// read-only file or directory, as runc covers them.
+var procMasked = []string{
+	"/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list",
+	"/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+}
+
+// fenceProc makes procReadOnly read-only and covers procMasked in the
+// task's /proc, after the pivot (a file is covered with the task's
+// /dev/null). An entry this kernel does not have is skipped.
+func fenceProc() error {
+	for _, p := range procReadOnly {
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			return fmt.Errorf("bind %s: %w", p, err)
+		}
+		if err := unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|procFlags, ""); err != nil {
+			return fmt.Errorf("make %s read-only: %w", p, err)
+		}
+	}
+	for _, p := range procMasked {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("mask %s: %w", p, err)
+		}
+		if fi.IsDir() {
+			err = unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|procFlags, "")
+		} else {
+			err = unix.Mount("/dev/null", p, "", unix.MS_BIND, "")
+		}
+		if err != nil {
+			return fmt.Errorf("mask %s: %w", p, err)
+		}
 	}
 	return nil
 }

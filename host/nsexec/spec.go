@@ -42,9 +42,6 @@ type Root struct {
 	// Alloc is the allocation's shared directory, bound read-write at
 	// /alloc.
 	Alloc string `json:"alloc,omitempty"`
-	// NewPID is set when the task has a pid namespace of its own: its
-	// /proc shows only its processes.
-	NewPID bool `json:"newpid,omitempty"`
 	// WorkDir is the working directory inside the root ("" means "/").
 	WorkDir string `json:"workdir,omitempty"`
 }

@@ -17,10 +17,10 @@ import (
 const DefaultExecUser = "nobody"
 
 // userHook resolves the task's `user` and gives that user the directories
-// it must write: local/, secrets/ and the shared alloc/ (0777, as Nomad
-// makes it, since tasks of one group may run as different users); the
-// socket hook gives it its socket directory. A task without a user runs as
-// the agent's.
+// it must write: local/, secrets/ and the shared alloc/ (1777: open to
+// every user, since tasks of one group may run as different users, but
+// sticky, see Prestart); the socket hook gives it its socket directory. A
+// task without a user runs as the agent's.
 type userHook struct{ cfg *Config }
 
 func (h *userHook) Name() string { return "user" }
@@ -48,7 +48,11 @@ func (h *userHook) Prestart(_ context.Context, req *HookRequest) error {
 			return fmt.Errorf("give %s to user %q: %w", d, name, err)
 		}
 	}
-	if err := os.Chmod(req.SharedDir, 0o777); err != nil {
+	// Sticky, unlike Nomad's 0777: alloc/logs is the agent's, and its
+	// log shipper writes there as root. A task that could rename it and
+	// put a symlink in its place would have root create and fill files
+	// in any directory of the host (and the task dir hook chmod it).
+	if err := os.Chmod(req.SharedDir, 0o777|os.ModeSticky); err != nil {
 		return fmt.Errorf("open the shared alloc dir to user %q: %w", name, err)
 	}
 	// The user must get through data_dir to its task directory (0711:
