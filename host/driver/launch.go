@@ -38,7 +38,7 @@ func taskCommand(path string, args []string, req *StartRequest, spec *nsexec.Spe
 // hostSpec is a raw_exec or go_plugin task's spec: its volumes and its
 // user, in the host's view of the filesystem.
 func hostSpec(req *StartRequest) *nsexec.Spec {
-	return &nsexec.Spec{Mounts: req.Mounts, Cred: plainCred(req.User)}
+	return &nsexec.Spec{Mounts: req.Mounts, Cred: plainCred(req.User), TaskDir: req.TaskDir}
 }
 
 func plainCred(u *User) *nsexec.Cred {

@@ -95,3 +95,55 @@ func runWithMounts(t *testing.T, dir, script string, mounts []nsexec.Mount) (*Ex
 	}
 	return res, string(out)
 }
+
+// A task user who plants a symlink at a volume's mount point in its own task
+// directory (local/data -> a host directory) gets a refused launch on its
+// next start, not a bind made by root over the host directory: under
+// raw_exec (a target in the task dir) and under exec (a target in the root).
+func TestMountTargetSymlinkRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mount namespaces need root")
+	}
+	for _, drv := range []string{"raw_exec", "exec"} {
+		t.Run(drv, func(t *testing.T) {
+			dir := t.TempDir()
+			taskDir, outside, vol := filepath.Join(dir, "task"), filepath.Join(dir, "host-etc"), filepath.Join(dir, "vol")
+			for _, d := range []string{filepath.Join(taskDir, "local"), filepath.Join(taskDir, "secrets"), outside, vol} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Symlink(outside, filepath.Join(taskDir, "local", "data")); err != nil {
+				t.Fatal(err)
+			}
+			r, w := pipeFile(t)
+			req := &StartRequest{
+				Command: "/bin/sh", Args: []string{"-c", "echo RAN"}, Env: []string{"PATH=/usr/bin:/bin"},
+				Stdout: w, Stderr: w, TaskDir: taskDir, SharedDir: dir, MountHelper: []string{testNsexec},
+			}
+			var d Driver = NewRawExec(newWatcher(t))
+			req.Mounts = []nsexec.Mount{{Source: vol, Target: filepath.Join(taskDir, "local", "data", "sub")}}
+			req.WorkDir = taskDir
+			if drv == "exec" {
+				d = NewExec(newWatcher(t), testChrootEnv)
+				req.Mounts = []nsexec.Mount{{Source: vol, Target: "/local/data/sub"}}
+				req.User, req.Exec, req.WorkDir = nobody, execConfig(t, ""), ""
+			}
+			task, err := d.Start(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			killOnCleanup(t, task.Handle().Pid)
+			t.Cleanup(task.Detach)
+			res := waitDone(t, task, 10*time.Second)
+			out, _ := io.ReadAll(r)
+			if res.ExitCode != 126 || strings.Contains(string(out), "RAN") || !strings.Contains(string(out), "mount point") {
+				t.Fatalf("exit %+v, output %q: want the launch refused at the mount point", res, out)
+			}
+			if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+				t.Fatalf("the helper made %v in the host directory the symlink pointed at", ents)
+			}
+		})
+	}
+}

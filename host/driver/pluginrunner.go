@@ -32,7 +32,7 @@ type pluginRunner struct {
 }
 
 func newPluginRunner(path string, req *StartRequest, pluginEnv []string) (*pluginRunner, error) {
-	cmd, err := taskCommand(path, req.Args, req, &nsexec.Spec{Mounts: req.Mounts}, nsexec.Namespaces{})
+	cmd, err := taskCommand(path, req.Args, req, &nsexec.Spec{Mounts: req.Mounts, TaskDir: req.TaskDir}, nsexec.Namespaces{})
 	if err != nil {
 		return nil, err
 	}

@@ -78,7 +78,13 @@ func setup(s *Spec, command string) (string, error) {
 		}
 	} else {
 		for _, m := range s.Mounts {
-			if err := bind(m, m.Target, false); err != nil {
+			// A target the job placed in the task directory is found
+			// through it; one elsewhere is the job author's path.
+			within := ""
+			if s.TaskDir != "" && inside(s.TaskDir, m.Target) {
+				within = s.TaskDir
+			}
+			if err := bind(m, within, m.Target, false); err != nil {
 				return "", err
 			}
 		}

@@ -21,11 +21,7 @@ func buildRoot(r *Root, volumes []Mount, cred *Cred) error {
 		}
 	}
 	if r.Alloc != "" {
-		alloc := inRoot(r.Dir, AllocDir)
-		if err := bind(Mount{Source: r.Alloc, Target: AllocDir}, alloc, false); err != nil {
-			return err
-		}
-		if err := noDev(alloc); err != nil {
+		if err := bind(Mount{Source: r.Alloc, Target: AllocDir, noDev: true}, r.Dir, inRoot(r.Dir, AllocDir), false); err != nil {
 			return err
 		}
 	}
@@ -46,15 +42,10 @@ func buildRoot(r *Root, volumes []Mount, cred *Cred) error {
 		return fmt.Errorf("task /proc: %w", err)
 	}
 	for _, m := range volumes {
-		target := inRoot(r.Dir, m.Target)
-		if err := bind(m, target, false); err != nil {
-			return err
-		}
 		// A block volume is a device node the task must open.
-		if !m.File {
-			if err := noDev(target); err != nil {
-				return err
-			}
+		m.noDev = !m.File
+		if err := bind(m, r.Dir, inRoot(r.Dir, m.Target), false); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -121,7 +112,7 @@ func bindEnv(root string, b Mount) error {
 	}
 	b.ReadOnly = true
 	b.File = !fi.IsDir()
-	return bind(b, target, true)
+	return bind(b, "", target, true)
 }
 
 // mountSecrets makes /secrets a small tmpfs only the task's user can read.
@@ -157,7 +148,7 @@ func mountDev(dev string) error {
 		if _, err := os.Stat(src); err != nil {
 			continue
 		}
-		if err := bind(Mount{Source: src, Target: src, File: true}, filepath.Join(dev, d), false); err != nil {
+		if err := bind(Mount{Source: src, Target: src, File: true}, "", filepath.Join(dev, d), false); err != nil {
 			return err
 		}
 	}

@@ -19,6 +19,10 @@ type Spec struct {
 	Root *Root `json:"root,omitempty"`
 	// Cred, when set, is the user the task runs as.
 	Cred *Cred `json:"cred,omitempty"`
+	// TaskDir is the task's directory, which its user may write into:
+	// volume targets inside it are made without following a symlink out
+	// of it (see bind). An exec task's root is its task directory.
+	TaskDir string `json:"taskdir,omitempty"`
 }
 
 // Mount is one bind mount into a task's namespace.
@@ -30,6 +34,9 @@ type Mount struct {
 	ReadOnly bool   `json:"ro,omitempty"`
 	// File marks a block-device attachment: the target is a file.
 	File bool `json:"file,omitempty"`
+
+	// noDev makes the new mount refuse device nodes (see noDev).
+	noDev bool
 }
 
 // Root is an exec task's root directory and what goes into it.
@@ -135,4 +142,10 @@ func SysProcAttr(a *syscall.SysProcAttr, ns Namespaces) {
 // inRoot is p inside root, p being absolute in the task's view.
 func inRoot(root, p string) string {
 	return filepath.Join(root, strings.TrimPrefix(filepath.Clean(p), "/"))
+}
+
+// inside reports whether p is dir or below it.
+func inside(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
