@@ -388,14 +388,22 @@ func (a *Agent) restore() ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: loading allocations: %w", err)
 	}
-	sweepCgroups(a.cgroups, stored, a.logger)
+	// Every runner is built before any starts: the sweep must know which
+	// allocations came back (a task of one that did not is no one's to
+	// end) and must be done before a restored task launches again.
+	restored := make([]*state.AllocState, 0, len(stored))
+	runners := make([]*taskrunner.AllocRunner, 0, len(stored))
 	for _, as := range stored {
 		ar, err := taskrunner.RestoreAllocRunner(a.runnerCfg, as)
 		if err != nil {
 			a.logger.Error("allocation not restored", "alloc_id", as.Alloc.ID, "error", err)
 			continue
 		}
-		if jobs.NeverLaunched(as) {
+		restored, runners = append(restored, as), append(runners, ar)
+	}
+	sweepCgroups(a.cgroups, restored, a.logger)
+	for i, ar := range runners {
+		if jobs.NeverLaunched(restored[i]) {
 			// Recorded but held back (a superseded version was still
 			// alive): the first pass starts it when the bound allows.
 			a.jobs.Track(ar)

@@ -10,12 +10,13 @@ import (
 	"github.com/pluginhost/pluginhost/host/state"
 )
 
-// sweepCgroups removes the task cgroups no stored task owns: what a crash
-// left between making a launch's group and recording its handle, or
-// between a task's end and the removal of its group. Their processes are
-// killed first: nothing the agent does not know of may keep running in
-// its name. Groups of recorded tasks are left to their runners, which
-// re-adopt them or end them.
+// sweepCgroups removes the task cgroups no restored task owns: what a
+// crash left between making a launch's group and recording its handle, or
+// between a task's end and the removal of its group, and the groups of
+// allocations that could not be restored (no runner would ever end them).
+// Their processes are killed first: nothing the agent does not know of may
+// keep running in its name. Groups of restored tasks are left to their
+// runners, which re-adopt them or end them.
 func sweepCgroups(m *cgroup.Manager, stored []*state.AllocState, logger hclog.Logger) {
 	if m == nil || !m.Enabled() {
 		return

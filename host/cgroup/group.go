@@ -258,10 +258,15 @@ func (g *Group) freeze(ctx context.Context) (func() error, error) {
 }
 
 // liveOnly drops zombies and vanished processes from a pid list.
+//
+// The agent itself is dropped too: the sweep never signals it (a thread
+// that could not leave a task's group after a fork leaves its process
+// listed there), and waiting for it to go would wait for ever.
 func liveOnly(ps []int) []int {
 	out := ps[:0:0]
+	self := os.Getpid()
 	for _, pid := range ps {
-		if processLive(pid) {
+		if pid != self && processLive(pid) {
 			out = append(out, pid)
 		}
 	}

@@ -47,6 +47,11 @@ func (h *userHook) Prestart(_ context.Context, req *HookRequest) error {
 		if err := os.Chown(d, int(u.UID), int(u.GID)); err != nil {
 			return fmt.Errorf("give %s to user %q: %w", d, name, err)
 		}
+		// The user's own: other local users, other tasks' users among
+		// them, read none of it (the directories above are 0711).
+		if err := os.Chmod(d, 0o700); err != nil {
+			return fmt.Errorf("give %s to user %q: %w", d, name, err)
+		}
 	}
 	// Sticky, unlike Nomad's 0777: alloc/logs is the agent's, and its
 	// log shipper writes there as root. A task that could rename it and
