@@ -247,74 +247,33 @@ func (f *ReattachFollower) connect(rec *PluginReattach, names []string) *followe
 	return inst
 }
 
-// run is the resolver's loop: subscribe first and ask second, so that no
-// change falls between the answer and the stream; resubscribe with backoff
-// when the stream is lost.
+// run follows the agent's answer and events for the plugin (see
+// followActive) until ctx ends, keeping why the last subscription ended
+// for the errors Dispense returns.
 func (f *ReattachFollower) run(ctx context.Context) {
 	defer close(f.done)
-	wait := resolverRetryMin
-	for {
-		synced, err := f.follow(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if synced {
-			wait = resolverRetryMin
-		}
+	followActive(ctx, f.c, f.key(), f.sync, f.activeChanged, func(err error) {
 		f.mu.Lock()
 		f.lastErr = err
 		f.mu.Unlock()
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		wait = min(2*wait, resolverRetryMax)
-	}
+	})
 }
 
-func (f *ReattachFollower) follow(ctx context.Context) (synced bool, err error) {
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stream, err := f.c.Events(sctx, TopicPlugin)
-	if err != nil {
-		return false, fmt.Errorf("subscribing to the agent's events: %w", err)
+// activeChanged handles a PluginActive event for the followed plugin.
+func (f *ReattachFollower) activeChanged(ctx context.Context, inst *PluginInstance) error {
+	switch {
+	case f.sameInstance(inst):
+		return nil
+	case inst == nil:
+		f.set(ctx, nil, fmt.Errorf("plugin %s has no active instance", f.key()))
+		return nil
+	case inst.Reattach != nil:
+		// The event carries the new instance's reattach record.
+		f.set(ctx, inst.Reattach, nil)
+		return nil
 	}
-	defer stream.Close()
-	if err := f.sync(sctx); err != nil {
-		return false, err
-	}
-	for {
-		ev, err := stream.Next(sctx)
-		if err != nil {
-			return true, fmt.Errorf("agent event stream: %w", err)
-		}
-		switch {
-		case ev.Topic == TopicAgent:
-			if err := f.sync(sctx); err != nil {
-				return true, err
-			}
-		case ev.Type == EventPluginActive && ev.Key == f.key():
-			if f.sameInstance(ev.Payload.Instance) {
-				continue
-			}
-			if ev.Payload.Instance == nil {
-				f.set(sctx, nil, fmt.Errorf("plugin %s has no active instance", f.key()))
-				continue
-			}
-			// A new active instance: the event carries its reattach
-			// record (an agent that does not send it is asked).
-			if rec := ev.Payload.Instance.Reattach; rec != nil {
-				f.set(sctx, rec, nil)
-				continue
-			}
-			if err := f.sync(sctx); err != nil {
-				return true, err
-			}
-		}
-	}
+	// An agent that does not send the record is asked.
+	return f.sync(ctx)
 }
 
 // sameInstance: the event names the instance already followed.

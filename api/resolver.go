@@ -97,63 +97,13 @@ func (r *pluginResolver) Close() {
 	<-r.done
 }
 
-// run subscribes first and asks second, so that no change falls between
-// the answer and the stream; then it applies the stream's changes. A lost
-// stream is resubscribed (and the state asked again) with backoff.
+// run follows the agent's answer and events for the plugin (see
+// followActive) until ctx ends, telling gRPC why a subscription ended.
 func (r *pluginResolver) run(ctx context.Context) {
 	defer close(r.done)
-	wait := resolverRetryMin
-	for {
-		synced, err := r.follow(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if synced {
-			// The agent answered this time: the stream's end is a new
-			// outage (a restart), not the last one going on.
-			wait = resolverRetryMin
-		}
-		r.cc.ReportError(fmt.Errorf("pluginhost resolver %s: %w", r.key(), err))
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		wait = min(2*wait, resolverRetryMax)
-	}
-}
-
-// follow is one subscription: it returns when the stream ends, and
-// whether it got as far as the agent's answer.
-func (r *pluginResolver) follow(ctx context.Context) (synced bool, err error) {
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stream, err := r.client.Events(sctx, TopicPlugin)
-	if err != nil {
-		return false, fmt.Errorf("subscribing to the agent's events: %w", err)
-	}
-	defer stream.Close()
-	if err := r.sync(sctx); err != nil {
-		return false, err
-	}
-	for {
-		ev, err := stream.Next(sctx)
-		if err != nil {
-			return true, fmt.Errorf("agent event stream: %w", err)
-		}
-		switch {
-		case ev.Topic == TopicAgent:
-			// Events were lost or this subscriber was dropped: what is
-			// active now is the agent's to say.
-			if err := r.sync(sctx); err != nil {
-				return true, err
-			}
-		case ev.Type == EventPluginActive && ev.Key == r.key():
-			r.update(ev.Payload.Instance)
-		}
-	}
+	followActive(ctx, r.client, r.key(), r.sync,
+		func(_ context.Context, inst *PluginInstance) error { r.update(inst); return nil },
+		func(err error) { r.cc.ReportError(fmt.Errorf("pluginhost resolver %s: %w", r.key(), err)) })
 }
 
 // sync asks the agent for the active instance.
