@@ -27,9 +27,8 @@ func (s *Server) holdBroker(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, fmt.Errorf("this agent holds no broker leases: %w", api.ErrNotFound))
 		return
 	}
-	typ, name := r.PathValue("type"), r.PathValue("name")
-	if !registryNamePattern.MatchString(typ) || !registryNamePattern.MatchString(name) {
-		writeError(w, r, s.log, fieldErrorf("type", "%q/%q is not a plugin type and name (letters, digits, '.', '_', '-')", typ, name))
+	typ, name, ok := s.pluginPath(w, r)
+	if !ok {
 		return
 	}
 	q := r.URL.Query()

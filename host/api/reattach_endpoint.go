@@ -23,13 +23,8 @@ func (s *Server) getReattach(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, fmt.Errorf("this agent hands out no reattach records: %w", api.ErrNotFound))
 		return
 	}
-	typ, name := r.PathValue("type"), r.PathValue("name")
-	if !registryNamePattern.MatchString(typ) {
-		writeError(w, r, s.log, fieldErrorf("type", "%q is not a plugin type (letters, digits, '.', '_', '-')", typ))
-		return
-	}
-	if !registryNamePattern.MatchString(name) {
-		writeError(w, r, s.log, fieldErrorf("name", "%q is not a plugin name (letters, digits, '.', '_', '-')", name))
+	typ, name, ok := s.pluginPath(w, r)
+	if !ok {
 		return
 	}
 	out, err := rb.PluginReattach(r.Context(), typ, name)

@@ -61,13 +61,8 @@ func (s *Server) getRegistered(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	typ, name := r.PathValue("type"), r.PathValue("name")
-	if !registryNamePattern.MatchString(typ) {
-		writeError(w, r, s.log, fieldErrorf("type", "%q is not a plugin type (letters, digits, '.', '_', '-')", typ))
-		return
-	}
-	if !registryNamePattern.MatchString(name) {
-		writeError(w, r, s.log, fieldErrorf("name", "%q is not a plugin name (letters, digits, '.', '_', '-')", name))
+	typ, name, ok := s.pluginPath(w, r)
+	if !ok {
 		return
 	}
 	p, err := rb.RegisteredPlugin(r.Context(), typ, name)
@@ -79,4 +74,19 @@ func (s *Server) getRegistered(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, s.log, http.StatusOK, p)
+}
+
+// pluginPath is the {type} and {name} of a plugin route, checked; false
+// when the answer (a 400 naming the field) is written.
+func (s *Server) pluginPath(w http.ResponseWriter, r *http.Request) (typ, name string, ok bool) {
+	typ, name = r.PathValue("type"), r.PathValue("name")
+	if !registryNamePattern.MatchString(typ) {
+		writeError(w, r, s.log, fieldErrorf("type", "%q is not a plugin type (letters, digits, '.', '_', '-')", typ))
+		return "", "", false
+	}
+	if !registryNamePattern.MatchString(name) {
+		writeError(w, r, s.log, fieldErrorf("name", "%q is not a plugin name (letters, digits, '.', '_', '-')", name))
+		return "", "", false
+	}
+	return typ, name, true
 }
