@@ -49,7 +49,7 @@ func BenchmarkVolumeJobRun(b *testing.B) {
 		AccessMode: &csipb.VolumeCapability_AccessMode{Mode: csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
 	}
 
-	var vs vsBare
+	vs := paired{label: "bare"}
 	run := 0
 	for b.Loop() {
 		b.StopTimer()

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,46 +85,6 @@ func (a *agentProc) purge(b *testing.B, id string) time.Duration {
 		b.Fatalf("stop %s: %v", id, err)
 	}
 	return time.Since(start)
-}
-
-// paired collects timings of the benchmarked path and of the path it is
-// compared with, run right after or right before it (alternately, so that
-// neither always runs on the caches the other warmed). As for vsBare, the
-// median of the per-pair ratios is the figure a drifting shared machine
-// moves least.
-type paired struct {
-	label       string // of the other path, as in "raw_exec-ns/op"
-	mine, other []time.Duration
-}
-
-func (p *paired) add(mine, other time.Duration) {
-	p.mine = append(p.mine, mine)
-	p.other = append(p.other, other)
-}
-
-func (p *paired) report(b *testing.B) {
-	if len(p.mine) == 0 {
-		return
-	}
-	var mine, other time.Duration
-	ratios := make([]float64, 0, len(p.mine))
-	for i := range p.mine {
-		mine += p.mine[i]
-		other += p.other[i]
-		ratios = append(ratios, float64(p.mine[i])/float64(p.other[i]))
-	}
-	slices.Sort(ratios)
-	b.ReportMetric(median(p.mine), "p50-ns")
-	b.ReportMetric(float64(other.Nanoseconds())/float64(len(p.other)), p.label+"-ns/op")
-	b.ReportMetric(median(p.other), p.label+"-p50-ns")
-	b.ReportMetric(float64(mine)/float64(other), "x-"+p.label)
-	b.ReportMetric(ratios[len(ratios)/2], "x-"+p.label+"-p50")
-}
-
-func median(ds []time.Duration) float64 {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return float64(s[len(s)/2].Nanoseconds())
 }
 
 // BenchmarkJobRunCgroup measures raw_exec `job run` → running on an agent

@@ -23,7 +23,7 @@ func BenchmarkCSIJobRunToHealthy(b *testing.B) {
 	mockcsi := testbin.MustPath(b, "mockcsi")
 	bareDir := e.root + "/bare"
 	ctx := context.Background()
-	var vs vsBare
+	vs := paired{label: "bare"}
 	n := 0
 	for b.Loop() {
 		b.StopTimer()

@@ -23,7 +23,7 @@ func BenchmarkJobRunToRunning(b *testing.B) {
 	e := newEnv(b, "")
 	a := e.start()
 	m := e.markerFor("bench")
-	var vs vsBare
+	vs := paired{label: "bare"}
 	ctx := context.Background()
 	n := 0
 	for b.Loop() {
@@ -71,39 +71,48 @@ func BenchmarkJobRunToRunning(b *testing.B) {
 	vs.report(b)
 }
 
-// vsBare collects paired timings: each agent run and the bare run right
-// after it. On a shared 2-core VM the speed of both drifts over seconds, so
-// besides the ratio of the totals (x-bare) it reports the median of the
-// per-pair ratios (x-bare-p50), which a slow stretch moves far less.
-type vsBare struct{ agent, bare []time.Duration }
-
-func (v *vsBare) add(agent, bare time.Duration) {
-	v.agent = append(v.agent, agent)
-	v.bare = append(v.bare, bare)
+// paired collects timings of the benchmarked path and of the path it is
+// compared with, run right after or right before it (alternately, so that
+// neither always runs on the caches the other warmed): an agent run against
+// a bare one ("bare"), cgroups against none, exec against raw_exec. On a
+// shared 2-core VM the speed of both drifts over seconds, so besides the
+// ratio of the totals (x-LABEL) it reports the median of the per-pair
+// ratios (x-LABEL-p50), which a slow stretch moves far less.
+type paired struct {
+	label       string // of the other path, as in "raw_exec-ns/op"
+	mine, other []time.Duration
 }
 
-func (v *vsBare) report(b *testing.B) {
-	if len(v.bare) == 0 {
-		return
-	}
-	var agent, bare time.Duration
-	ratios := make([]float64, 0, len(v.bare))
-	for i := range v.bare {
-		agent += v.agent[i]
-		bare += v.bare[i]
-		if v.bare[i] > 0 {
-			ratios = append(ratios, float64(v.agent[i])/float64(v.bare[i]))
+func (p *paired) add(mine, other time.Duration) {
+	p.mine = append(p.mine, mine)
+	p.other = append(p.other, other)
+}
+
+func (p *paired) report(b *testing.B) {
+	var mine, other time.Duration
+	ratios := make([]float64, 0, len(p.mine))
+	for i := range p.mine {
+		mine += p.mine[i]
+		other += p.other[i]
+		if p.other[i] > 0 {
+			ratios = append(ratios, float64(p.mine[i])/float64(p.other[i]))
 		}
 	}
-	if bare <= 0 {
+	if other <= 0 || len(ratios) == 0 {
 		return
 	}
-	b.ReportMetric(float64(bare.Nanoseconds())/float64(len(v.bare)), "bare-ns/op")
-	b.ReportMetric(float64(agent)/float64(bare), "x-bare")
-	if len(ratios) > 0 {
-		slices.Sort(ratios)
-		b.ReportMetric(ratios[len(ratios)/2], "x-bare-p50")
-	}
+	slices.Sort(ratios)
+	b.ReportMetric(median(p.mine), "p50-ns")
+	b.ReportMetric(float64(other.Nanoseconds())/float64(len(p.other)), p.label+"-ns/op")
+	b.ReportMetric(median(p.other), p.label+"-p50-ns")
+	b.ReportMetric(float64(mine)/float64(other), "x-"+p.label)
+	b.ReportMetric(ratios[len(ratios)/2], "x-"+p.label+"-p50")
+}
+
+func median(ds []time.Duration) float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return float64(s[len(s)/2].Nanoseconds())
 }
 
 // restartTasks is how many running tasks BenchmarkAgentRestart re-adopts.

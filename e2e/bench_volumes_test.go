@@ -57,7 +57,7 @@ func BenchmarkVolumes100(b *testing.B) {
 	ctl := csipb.NewControllerClient(conn)
 
 	ctx := context.Background()
-	var vs vsBare
+	vs := paired{label: "bare"}
 	commits0, writes0 := commitCounts(a)
 	var agentCPU time.Duration
 	run := 0
