@@ -1,8 +1,6 @@
 package driver
 
 import (
-	"context"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -10,7 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/pluginhost/pluginhost/host/config"
 	"github.com/pluginhost/pluginhost/host/jobspec"
@@ -53,24 +50,12 @@ func runExecEnv(t *testing.T, env map[string]string, script string, cfg *ExecCon
 			t.Fatal(err)
 		}
 	}
-	r, w := pipeFile(t)
-	task, err := NewExec(newWatcher(t), env).Start(context.Background(), &StartRequest{
+	res, out := runTask(t, NewExec(newWatcher(t), env), &StartRequest{
 		Command: "/bin/sh", Args: []string{"-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
-		Stdout: w, Stderr: w, TaskDir: taskDir, SharedDir: shared, Exec: cfg, User: user,
+		TaskDir: taskDir, SharedDir: shared, Exec: cfg, User: user,
 		Mounts: mounts, MountHelper: []string{testNsexec},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	killOnCleanup(t, task.Handle().Pid)
-	t.Cleanup(task.Detach)
-	res := waitDone(t, task, 10*time.Second)
-	out, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res, string(out), taskDir
+	return res, out, taskDir
 }
 
 // An exec task sees its own root: /local and /alloc are there, the host's
@@ -148,19 +133,11 @@ func TestExecMissingCommand(t *testing.T) {
 		t.Skip("the exec driver needs root")
 	}
 	alloc := t.TempDir()
-	r, w := pipeFile(t)
-	task, err := NewExec(newWatcher(t), testChrootEnv).Start(context.Background(), &StartRequest{
-		Command: "no-such-binary", Env: []string{"PATH=/usr/bin:/bin"}, Stdout: w, Stderr: w,
+	res, out := runTask(t, NewExec(newWatcher(t), testChrootEnv), &StartRequest{
+		Command: "no-such-binary", Env: []string{"PATH=/usr/bin:/bin"},
 		TaskDir: alloc, SharedDir: alloc, User: nobody, MountHelper: []string{testNsexec},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	t.Cleanup(task.Detach)
-	res := waitDone(t, task, 10*time.Second)
-	out, _ := io.ReadAll(r)
-	if res.ExitCode != 126 || !strings.Contains(string(out), "not found in the task's PATH") {
+	if res.ExitCode != 126 || !strings.Contains(out, "not found in the task's PATH") {
 		t.Fatalf("exit %+v, output %q", res, out)
 	}
 }

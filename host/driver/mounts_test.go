@@ -77,11 +77,20 @@ func TestRawExecMountFailure(t *testing.T) {
 // mounts, waits for it and returns its result and output.
 func runWithMounts(t *testing.T, dir, script string, mounts []nsexec.Mount) (*ExitResult, string) {
 	t.Helper()
-	r, w := pipeFile(t)
-	task, err := NewRawExec(newWatcher(t)).Start(context.Background(), &StartRequest{
+	return runTask(t, NewRawExec(newWatcher(t)), &StartRequest{
 		Command: "/bin/sh", Args: []string{"-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
-		Stdout: w, Stderr: w, WorkDir: dir, Mounts: mounts, MountHelper: []string{testNsexec},
+		WorkDir: dir, Mounts: mounts, MountHelper: []string{testNsexec},
 	})
+}
+
+// runTask starts req with d, its output on a pipe, waits for it to end
+// (killing it at cleanup if the test fails first) and returns its result
+// and output.
+func runTask(t *testing.T, d Driver, req *StartRequest) (*ExitResult, string) {
+	t.Helper()
+	r, w := pipeFile(t)
+	req.Stdout, req.Stderr = w, w
+	task, err := d.Start(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,10 +125,9 @@ func TestMountTargetSymlinkRefused(t *testing.T) {
 			if err := os.Symlink(outside, filepath.Join(taskDir, "local", "data")); err != nil {
 				t.Fatal(err)
 			}
-			r, w := pipeFile(t)
 			req := &StartRequest{
 				Command: "/bin/sh", Args: []string{"-c", "echo RAN"}, Env: []string{"PATH=/usr/bin:/bin"},
-				Stdout: w, Stderr: w, TaskDir: taskDir, SharedDir: dir, MountHelper: []string{testNsexec},
+				TaskDir: taskDir, SharedDir: dir, MountHelper: []string{testNsexec},
 			}
 			var d Driver = NewRawExec(newWatcher(t))
 			req.Mounts = []nsexec.Mount{{Source: vol, Target: filepath.Join(taskDir, "local", "data", "sub")}}
@@ -129,16 +137,8 @@ func TestMountTargetSymlinkRefused(t *testing.T) {
 				req.Mounts = []nsexec.Mount{{Source: vol, Target: "/local/data/sub"}}
 				req.User, req.Exec, req.WorkDir = nobody, execConfig(t, ""), ""
 			}
-			task, err := d.Start(context.Background(), req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w.Close()
-			killOnCleanup(t, task.Handle().Pid)
-			t.Cleanup(task.Detach)
-			res := waitDone(t, task, 10*time.Second)
-			out, _ := io.ReadAll(r)
-			if res.ExitCode != 126 || strings.Contains(string(out), "RAN") || !strings.Contains(string(out), "mount point") {
+			res, out := runTask(t, d, req)
+			if res.ExitCode != 126 || strings.Contains(out, "RAN") || !strings.Contains(out, "mount point") {
 				t.Fatalf("exit %+v, output %q: want the launch refused at the mount point", res, out)
 			}
 			if ents, _ := os.ReadDir(outside); len(ents) != 0 {
