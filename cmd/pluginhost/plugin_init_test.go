@@ -39,13 +39,16 @@ func TestPluginInit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// This checkout's go.sum holds every checksum the skeleton needs (it
-	// requires the versions this module builds with): with it the build
-	// needs neither the proxy nor the checksum database.
 	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	// This checkout's go.sum holds every checksum the skeleton needs (it
+	// requires the versions this module builds with), so the checksum
+	// database is not asked. Modules come from the module cache, or the
+	// proxy where the cache lacks them (a new machine's cache holds what
+	// the repository's build reads, and resolving the skeleton's graph
+	// reads more go.mod files), as they would for an author.
 	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -62,21 +65,22 @@ func TestPluginInit(t *testing.T) {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, "go", args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "TMPDIR="+tmp)
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "TMPDIR="+tmp)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
 	goCmd("mod", "edit", "-replace", "github.com/pluginhost/pluginhost="+repo,
 		"-replace", "github.com/pluginhost/pluginhost/api="+filepath.Join(repo, "api"))
-	// With both replaces the whole module graph resolves without the
-	// proxy (go mod tidy's first step); without the second, the
-	// repository's requirement of its api module would not.
+	// With both replaces the whole module graph resolves (go mod tidy's
+	// first step); without the second, the repository's requirement of
+	// its api module would not.
 	goCmd("list", "-m", "all")
 	// Not go mod tidy, which the skeleton's README says to run: it also
 	// resolves the imports of the dependencies' own tests (testify,
-	// gonum, ...), which only the proxy has. -mod=mod records what the
-	// build needs, which is what this test is about.
+	// gonum, ...), whose checksums this go.sum lacks and only the
+	// checksum database has. -mod=mod records what the build needs,
+	// which is what this test is about.
 	goCmd("vet", "./...")
 	goCmd("test", "-count=1", "./...")
 	if out, _ := exec.Command("gofmt", "-l", dir).CombinedOutput(); len(out) != 0 {
