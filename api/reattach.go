@@ -35,6 +35,22 @@ type PluginReattach struct {
 	Addr    string
 	// Pid is the plugin's process.
 	Pid int
+	// Standby is the record of the instance that becomes active if this
+	// one leaves (the registration before it), nil while there is none.
+	// A ReattachFollower keeps a client of it connected, so that losing
+	// the active instance costs a switch, not a connect. It plays no part
+	// in ReattachConfig.
+	Standby *PluginReattach `json:",omitempty"`
+}
+
+// SameInstance reports whether r and o are the same launch of the same
+// allocation (their Standby aside).
+func (r *PluginReattach) SameInstance(o *PluginReattach) bool {
+	if r == nil || o == nil {
+		return r == o
+	}
+	return r.AllocID == o.AllocID && r.Pid == o.Pid && r.Network == o.Network && r.Addr == o.Addr &&
+		r.Protocol == o.Protocol && r.ProtocolVersion == o.ProtocolVersion
 }
 
 // PluginReattach asks for the reattach record of a plugin's active

@@ -132,3 +132,29 @@ func TestBrokerLease(t *testing.T) {
 		t.Fatalf("lease for another launch: %v, want ErrNotFound", err)
 	}
 }
+
+// Records name the same instance when they name the same launch, whatever
+// their standbys.
+func TestPluginReattachSameInstance(t *testing.T) {
+	a := &PluginReattach{AllocID: "a", Protocol: "grpc", ProtocolVersion: 1, Network: "unix", Addr: "/s", Pid: 7}
+	withStandby := *a
+	withStandby.Standby = &PluginReattach{AllocID: "b"}
+	relaunched := *a
+	relaunched.Pid = 8
+	cases := []struct {
+		x, y *PluginReattach
+		same bool
+	}{
+		{a, a, true},
+		{a, &withStandby, true},
+		{a, &relaunched, false},
+		{a, nil, false},
+		{nil, a, false},
+		{nil, nil, true},
+	}
+	for i, c := range cases {
+		if got := c.x.SameInstance(c.y); got != c.same {
+			t.Errorf("case %d: SameInstance %v, want %v", i, got, c.same)
+		}
+	}
+}

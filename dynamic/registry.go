@@ -441,6 +441,24 @@ func (r *Registry) activeLocked(pluginType, name string) (*PluginInfo, bool) {
 	return nil, false
 }
 
+// ActiveAndStandby returns copies of a plugin's active instance and of its
+// standby, the instance that becomes active if the active one leaves (the
+// newest registration before it), read together; nil where there is none.
+// Consumers keep a connection to the standby ready, so that losing the
+// active instance costs them a switch, not a connect.
+func (r *Registry) ActiveAndStandby(pluginType, name string) (active, standby *PluginInfo) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	s := r.setLocked(pluginType, name, false)
+	if s == nil {
+		return nil, nil
+	}
+	if s.tail.prev != nil {
+		standby = s.tail.prev.info.Copy()
+	}
+	return s.tail.info.Copy(), standby
+}
+
 // Shutdown closes every subscription and makes Register and Deregister fail
 // with ErrShutdown. It returns once every subscriber goroutine has exited.
 // It is idempotent and safe to call concurrently with anything. The Store is

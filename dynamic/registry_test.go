@@ -110,6 +110,15 @@ func TestRollingUpdate(t *testing.T) {
 		if got := allocIDs(r.ListAllocs(typ)); got != s.allocs {
 			t.Fatalf("%s: allocs %q, want %q", s.desc, got, s.allocs)
 		}
+		// The standby is the registration before the active one.
+		wantStandby := ""
+		if ids := strings.Split(s.allocs, ","); len(ids) > 1 {
+			wantStandby = strings.TrimPrefix(ids[len(ids)-2], name+"/")
+		}
+		act, sb := r.ActiveAndStandby(typ, name)
+		if got := allocOf(act) + "/" + allocOf(sb); got != s.active+"/"+wantStandby {
+			t.Fatalf("%s: active/standby %q, want %q", s.desc, got, s.active+"/"+wantStandby)
+		}
 		evs := expectEvents(t, ch, s.events...)
 		for _, ev := range evs {
 			// The event's info is the allocation's current info.
@@ -120,6 +129,13 @@ func TestRollingUpdate(t *testing.T) {
 		}
 	}
 	expectNothingBefore(t, r, ch, typ)
+}
+
+func allocOf(p *PluginInfo) string {
+	if p == nil {
+		return ""
+	}
+	return p.AllocID
 }
 
 func TestUpdateKeepsSeqAndRegisteredAt(t *testing.T) {

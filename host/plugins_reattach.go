@@ -13,16 +13,16 @@ import (
 )
 
 // PluginReattach implements apiserver.ReattachBackend: go-plugin's reattach record
-// of a plugin's active instance, from the options its supervision
-// registered with it (the task's handle at launch or re-adoption). The
-// registry is the truth about which instance is active, so the answer and
-// the PluginActiveInstance events agree.
+// of a plugin's active instance, and of its standby, from the options its
+// supervision registered with each (the task's handle at launch or
+// re-adoption). The registry is the truth about which instance is active,
+// so the answer and the PluginActiveInstance events agree.
 func (a *Agent) PluginReattach(_ context.Context, pluginType, name string) (*api.PluginReattach, error) {
-	p, ok := a.registry.Active(pluginType, name)
-	if !ok {
+	active, standby := a.registry.ActiveAndStandby(pluginType, name)
+	if active == nil {
 		return nil, fmt.Errorf("no active instance: %w", api.ErrNotFound)
 	}
-	return apiconv.PluginReattach(pluginType, name, p)
+	return apiconv.PluginReattachWithStandby(pluginType, name, active, standby)
 }
 
 // HoldBroker implements apiserver.BrokerBackend. A consumer holds the lease while

@@ -36,3 +36,20 @@ func PluginReattach(pluginType, name string, p *dynamic.PluginInfo) (*api.Plugin
 		Network: network, Addr: addr, Pid: pid,
 	}, nil
 }
+
+// PluginReattachWithStandby is PluginReattach of active, naming standby's
+// record as its Standby when standby is a go-plugin launch too (a standby
+// of another kind is left out: a consumer only connects ahead to what it
+// could reattach to).
+func PluginReattachWithStandby(pluginType, name string, active, standby *dynamic.PluginInfo) (*api.PluginReattach, error) {
+	rec, err := PluginReattach(pluginType, name, active)
+	if err != nil {
+		return nil, err
+	}
+	if standby != nil {
+		if sb, err := PluginReattach(pluginType, name, standby); err == nil {
+			rec.Standby = sb
+		}
+	}
+	return rec, nil
+}

@@ -89,9 +89,9 @@ func (f *RegistryFollower) subscribe(ctx context.Context, pluginType string) {
 				Payload: api.EventPayload{AllocID: ev.Info.AllocID, PluginType: ev.Info.Type, Message: msg},
 			})
 			var inst *api.PluginInstance
-			if act, ok := f.registry.Active(ev.Info.Type, ev.Info.Name); ok {
+			if act, standby := f.registry.ActiveAndStandby(ev.Info.Type, ev.Info.Name); act != nil {
 				inst = apiconv.PluginInstance(act, true)
-				if rec, err := apiconv.PluginReattach(act.Type, act.Name, act); err == nil {
+				if rec, err := apiconv.PluginReattachWithStandby(act.Type, act.Name, act, standby); err == nil {
 					inst.Reattach = rec
 				}
 			}
