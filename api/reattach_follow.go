@@ -30,9 +30,20 @@ import (
 // new instance's. Clients are reattached in go-plugin's test mode (see
 // ReattachConfig), so nothing a consumer does with them stops the plugin,
 // and with HostedClientConfig's broker lease.
-// A client of an instance that is no longer active is left alone, not
-// closed under calls still in flight: its connection ends with the old
-// instance.
+//
+// The follower also keeps a client of the standby connected: the instance
+// the agent makes active if the active one leaves (PluginReattach.Standby).
+// Losing the active instance, the one case in which calls have nowhere to
+// go until the switch, then costs a switch and not a connect. A new
+// instance that becomes active (a rolling update) is connected before the
+// switch, while the previous one still serves, and the previous one stays
+// on as the standby.
+//
+// A client of an instance that was active is left alone when it is no
+// longer needed, not closed under calls still in flight: its connection
+// ends with its instance. A standby that never became active is closed if
+// it speaks gRPC; go-plugin's net/rpc client has no way to close without
+// asking the plugin to quit, so its connection, too, ends with its instance.
 type ReattachFollower struct {
 	c         *Client
 	typ, name string
@@ -46,14 +57,33 @@ type ReattachFollower struct {
 	// first answer; changed is closed (and replaced) whenever cur changes.
 	cur     *followedInstance
 	changed chan struct{}
+	// standby is the instance next in line, connecting or connected; only
+	// the follower's goroutine reads or replaces it.
+	standby *followedInstance
 	// lastErr is why there is no instance, for callers that give up.
 	lastErr error
 }
 
-// followedInstance is one active instance and what was made for it.
+// followedInstance is one instance and what was made for it. client,
+// proto and dispensed change under the follower's mu.
 type followedInstance struct {
-	rec       *PluginReattach
+	rec *PluginReattach // Standby cleared
+	// connecting delivers the connect started for the instance; the
+	// follower's goroutine takes it (then sets it nil) before using the
+	// instance.
+	connecting <-chan connected
+	client     *plugin.Client
+	proto      plugin.ClientProtocol
+	dispensed  map[string]any
+	// used: the instance has been active, so the program may hold its
+	// clients.
+	used bool
+}
+
+// connected is what a connect made: as far as it got.
+type connected struct {
 	client    *plugin.Client
+	proto     plugin.ClientProtocol
 	dispensed map[string]any
 }
 
@@ -88,8 +118,8 @@ func (f *ReattachFollower) Current() (*PluginReattach, <-chan struct{}) {
 	return &r, f.changed
 }
 
-// Client is a go-plugin client of the active instance, reattached, made on
-// first use per instance. It waits for an active instance until ctx ends.
+// Client is a go-plugin client of the active instance, reattached. It
+// waits for an active instance until ctx ends.
 func (f *ReattachFollower) Client(ctx context.Context) (*plugin.Client, error) {
 	inst, err := f.instance(ctx)
 	if err != nil {
@@ -98,6 +128,8 @@ func (f *ReattachFollower) Client(ctx context.Context) (*plugin.Client, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if inst.client == nil {
+		// The follower's connect failed or was given up on: try here, so
+		// that the program sees why.
 		cfg, err := inst.rec.ClientConfig(f.c, f.base)
 		if err != nil {
 			return nil, err
@@ -162,89 +194,198 @@ func (f *ReattachFollower) instance(ctx context.Context) (*followedInstance, err
 	}
 }
 
-// set makes rec (nil: none) the active instance, unless it is the same.
+// set makes rec (nil: none) the active instance and rec.Standby the
+// standby. It runs in the follower's goroutine only.
 //
-// A new instance is connected before it is published: its client made and
-// every name the program dispensed from the previous instance dispensed
-// again, here in the follower's goroutine. Until then the program keeps
-// using the previous instance, which during a rolling update still serves;
-// after the switch its first call costs one RPC, not a reattach (measured:
-// that halves the switch time). What fails here is left for the program's
-// own Client or Dispense to retry and report.
+// The next active instance is made ready before it is published: its
+// client connected and every name the program dispensed from the previous
+// instance dispensed again. Until then the program keeps using the
+// previous instance, which during a rolling update still serves. The
+// standby, connected ahead, is ready already or nearly so, and when it is
+// what becomes active the switch waits for nothing but what the program
+// dispensed since it was connected. What fails here is left for the
+// program's own Client or Dispense to retry and report.
 func (f *ReattachFollower) set(ctx context.Context, rec *PluginReattach, why error) {
+	var standbyRec *PluginReattach
+	if rec != nil {
+		r := *rec
+		standbyRec, r.Standby = r.Standby, nil
+		rec = &r
+	}
 	f.mu.Lock()
 	f.lastErr = why
-	if (rec == nil && f.cur == nil) || (rec != nil && f.cur != nil && *rec == *f.cur.rec) {
-		f.mu.Unlock()
-		return
-	}
+	prev, sb := f.cur, f.standby
 	var names []string
-	if f.cur != nil {
-		for n := range f.cur.dispensed {
+	if prev != nil {
+		for n := range prev.dispensed {
 			names = append(names, n)
 		}
 	}
 	f.mu.Unlock()
 
-	var next *followedInstance
-	if rec != nil {
-		var ok bool
-		if next, ok = f.connectBounded(ctx, rec, names); !ok {
-			return // closing
-		}
+	next := prev
+	switch {
+	case prev != nil && rec.SameInstance(prev.rec):
+	case rec == nil:
+		next = nil
+	case sb != nil && rec.SameInstance(sb.rec):
+		next = sb
+	default:
+		next = &followedInstance{rec: rec, dispensed: map[string]any{}, connecting: f.connect(rec, nil, names)}
 	}
+	if next != prev && next != nil && !f.ready(ctx, next, names) {
+		return // closing
+	}
+
+	var nextSB *followedInstance
+	switch {
+	case next == nil || standbyRec == nil:
+	case prev != nil && prev != next && standbyRec.SameInstance(prev.rec):
+		nextSB = prev // the instance that was active stays on as the standby
+	case sb != nil && sb != next && standbyRec.SameInstance(sb.rec):
+		nextSB = sb
+	default:
+		nextSB = &followedInstance{rec: standbyRec, dispensed: map[string]any{}, connecting: f.connect(standbyRec, nil, names)}
+	}
+
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.cur = next
-	close(f.changed)
-	f.changed = make(chan struct{})
+	f.standby = nextSB
+	if next != prev {
+		next.markUsed()
+		f.cur = next
+		close(f.changed)
+		f.changed = make(chan struct{})
+	}
+	f.mu.Unlock()
+	if sb != nil && sb != next && sb != nextSB {
+		sb.release()
+	}
 }
 
-// connectTimeout bounds connect: go-plugin's Client and Dispense take no
-// context, and a wedged instance must not hold up the switch (or Close).
+// markUsed notes that inst is active. Called with f.mu held.
+func (inst *followedInstance) markUsed() {
+	if inst != nil {
+		inst.used = true
+	}
+}
+
+// connectTimeout bounds the wait for a connect: go-plugin's Client and
+// Dispense take no context, and a wedged instance must not hold up the
+// switch (or Close).
 const connectTimeout = 5 * time.Second
 
-// connectBounded is connect, given up after connectTimeout (the instance is
-// then published without a client: the program's own Client or Dispense
-// tries, and reports) or when ctx ends (ok false). A connect given up on
-// finishes in its goroutine when its connection does.
-func (f *ReattachFollower) connectBounded(ctx context.Context, rec *PluginReattach, names []string) (inst *followedInstance, ok bool) {
-	done := make(chan *followedInstance, 1)
-	go func() { done <- f.connect(rec, names) }()
+// connect makes a client of rec (unless given one), connects it and
+// dispenses names from it, as far as it gets, in a goroutine of its own
+// that ends when go-plugin's calls return, and delivers the result.
+func (f *ReattachFollower) connect(rec *PluginReattach, client *plugin.Client, names []string) <-chan connected {
+	out := make(chan connected, 1)
+	go func() {
+		c := connected{client: client, dispensed: map[string]any{}}
+		defer func() { out <- c }()
+		if c.client == nil {
+			cfg, err := rec.ClientConfig(f.c, f.base)
+			if err != nil {
+				return
+			}
+			c.client = plugin.NewClient(cfg)
+		}
+		proto, err := c.client.Client()
+		if err != nil {
+			return
+		}
+		c.proto = proto
+		for _, n := range names {
+			if raw, err := proto.Dispense(n); err == nil {
+				c.dispensed[n] = raw
+			}
+		}
+	}()
+	return out
+}
+
+// ready waits for inst's connect, then dispenses from it the names it
+// lacks, each wait up to connectTimeout (an instance given up on is used
+// as far as it got: the program's own Client or Dispense then tries, and
+// reports). It is false when ctx ended.
+func (f *ReattachFollower) ready(ctx context.Context, inst *followedInstance, names []string) bool {
+	if inst.connecting != nil {
+		c, ok := awaitConnect(ctx, inst.connecting)
+		if !ok {
+			return false
+		}
+		inst.connecting = nil
+		f.mu.Lock()
+		inst.merge(c)
+		f.mu.Unlock()
+	}
+	f.mu.Lock()
+	client, proto := inst.client, inst.proto
+	var missing []string
+	for _, n := range names {
+		if _, ok := inst.dispensed[n]; !ok {
+			missing = append(missing, n)
+		}
+	}
+	f.mu.Unlock()
+	if len(missing) == 0 || proto == nil {
+		return true
+	}
+	c, ok := awaitConnect(ctx, f.connect(inst.rec, client, missing))
+	if !ok {
+		return false
+	}
+	f.mu.Lock()
+	inst.merge(c)
+	f.mu.Unlock()
+	return true
+}
+
+// awaitConnect waits for a connect's result up to connectTimeout (then an
+// empty result), or until ctx ends (ok false).
+func awaitConnect(ctx context.Context, ch <-chan connected) (c connected, ok bool) {
 	t := time.NewTimer(connectTimeout)
 	defer t.Stop()
 	select {
-	case inst := <-done:
-		return inst, true
+	case c := <-ch:
+		return c, true
 	case <-t.C:
-		return &followedInstance{rec: rec, dispensed: map[string]any{}}, true
+		return connected{}, true
 	case <-ctx.Done():
-		return nil, false
+		return connected{}, false
 	}
 }
 
-// connect makes a client of rec and dispenses names from it, as far as it
-// gets.
-func (f *ReattachFollower) connect(rec *PluginReattach, names []string) *followedInstance {
-	inst := &followedInstance{rec: rec, dispensed: map[string]any{}}
-	cfg, err := rec.ClientConfig(f.c, f.base)
-	if err != nil {
-		return inst
+// merge takes what a connect made. Called with the follower's mu held.
+func (inst *followedInstance) merge(c connected) {
+	if inst.client == nil {
+		inst.client, inst.proto = c.client, c.proto
 	}
-	inst.client = plugin.NewClient(cfg)
-	if len(names) == 0 {
-		return inst
-	}
-	rpc, err := inst.client.Client()
-	if err != nil {
-		return inst
-	}
-	for _, n := range names {
-		if raw, err := rpc.Dispense(n); err == nil {
+	for n, raw := range c.dispensed {
+		if _, ok := inst.dispensed[n]; !ok {
 			inst.dispensed[n] = raw
 		}
 	}
-	return inst
+}
+
+// release closes the connection of a standby that is no longer needed and
+// was never active (nothing of it was handed out): a gRPC one, without
+// go-plugin's Close, which would ask the plugin to shut down. A connect
+// still under way is released when it is done, in its own goroutine.
+func (inst *followedInstance) release() {
+	if inst.used {
+		return
+	}
+	closeConn := func(proto plugin.ClientProtocol) {
+		if g, ok := proto.(*plugin.GRPCClient); ok {
+			_ = g.Conn.Close()
+		}
+	}
+	if inst.connecting != nil {
+		ch := inst.connecting
+		go func() { closeConn((<-ch).proto) }()
+		return
+	}
+	closeConn(inst.proto)
 }
 
 // run follows the agent's answer and events for the plugin (see
@@ -262,8 +403,6 @@ func (f *ReattachFollower) run(ctx context.Context) {
 // activeChanged handles a PluginActive event for the followed plugin.
 func (f *ReattachFollower) activeChanged(ctx context.Context, inst *PluginInstance) error {
 	switch {
-	case f.sameInstance(inst):
-		return nil
 	case inst == nil:
 		f.set(ctx, nil, fmt.Errorf("plugin %s has no active instance", f.key()))
 		return nil
@@ -274,16 +413,6 @@ func (f *ReattachFollower) activeChanged(ctx context.Context, inst *PluginInstan
 	}
 	// An agent that does not send the record is asked.
 	return f.sync(ctx)
-}
-
-// sameInstance: the event names the instance already followed.
-func (f *ReattachFollower) sameInstance(inst *PluginInstance) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if inst == nil || f.cur == nil {
-		return inst == nil && f.cur == nil
-	}
-	return inst.AllocID == f.cur.rec.AllocID && inst.SocketPath == f.cur.rec.Addr
 }
 
 // sync asks the agent for the active instance's record.
