@@ -77,7 +77,8 @@ func (c *Client) PluginReattach(ctx context.Context, pluginType, name string) (*
 // so that no consumer's Kill or exit stops it for the others. Kill then
 // releases nothing either: the connection lives until the program exits or
 // the instance does. A program that reattaches again and again should use
-// a ReattachFollower, which reuses one client per instance.
+// a ReattachFollower, which makes a client per instance that becomes
+// active (and one for its standby), not one per call.
 //
 // Calling ClientProtocol.Close yourself still sends the shutdown request,
 // and go-plugin's gRPC server stops at once: don't.

@@ -41,9 +41,12 @@ import (
 //
 // A client of an instance that was active is left alone when it is no
 // longer needed, not closed under calls still in flight: its connection
-// ends with its instance. A standby that never became active is closed if
-// it speaks gRPC; go-plugin's net/rpc client has no way to close without
-// asking the plugin to quit, so its connection, too, ends with its instance.
+// ends with its instance. An instance that leaves and registers again is
+// connected again. A standby that never became active is closed when it is
+// replaced and at Close, if it speaks gRPC; go-plugin's net/rpc client has
+// no way to close without asking the plugin to quit, so its connection,
+// too, ends with its instance, as does one whose connect was given up on
+// (see connectTimeout).
 type ReattachFollower struct {
 	c         *Client
 	typ, name string
@@ -70,7 +73,7 @@ type followedInstance struct {
 	rec *PluginReattach // Standby cleared
 	// connecting delivers the connect started for the instance; the
 	// follower's goroutine takes it (then sets it nil) before using the
-	// instance.
+	// instance, or release's goroutine when the instance is dropped.
 	connecting <-chan connected
 	client     *plugin.Client
 	proto      plugin.ClientProtocol
@@ -106,8 +109,8 @@ func (f *ReattachFollower) Close() {
 
 func (f *ReattachFollower) key() string { return f.typ + "/" + f.name }
 
-// Current is the active instance's record (nil while there is none) and a
-// channel closed at the next change.
+// Current is the active instance's record (nil while there is none; its
+// Standby is not set) and a channel closed at the next change.
 func (f *ReattachFollower) Current() (*PluginReattach, <-chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -125,6 +128,11 @@ func (f *ReattachFollower) Client(ctx context.Context) (*plugin.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	return f.clientOf(inst)
+}
+
+// clientOf is inst's go-plugin client.
+func (f *ReattachFollower) clientOf(inst *followedInstance) (*plugin.Client, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if inst.client == nil {
@@ -151,7 +159,10 @@ func (f *ReattachFollower) Dispense(ctx context.Context, name string) (any, erro
 	if ok {
 		return raw, nil
 	}
-	pc, err := f.Client(ctx)
+	// The same instance throughout: were the active one asked for again,
+	// a switch in between would file another instance's value under this
+	// one, which may become active again.
+	pc, err := f.clientOf(inst)
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +176,9 @@ func (f *ReattachFollower) Dispense(ctx context.Context, name string) (any, erro
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if inst.proto == nil {
+		inst.proto = rpc
+	}
 	if prev, ok := inst.dispensed[name]; ok {
 		return prev, nil // a concurrent caller was first
 	}
@@ -203,8 +217,9 @@ func (f *ReattachFollower) instance(ctx context.Context) (*followedInstance, err
 // previous instance, which during a rolling update still serves. The
 // standby, connected ahead, is ready already or nearly so, and when it is
 // what becomes active the switch waits for nothing but what the program
-// dispensed since it was connected. What fails here is left for the
-// program's own Client or Dispense to retry and report.
+// dispensed since it was connected (a promotion waits at most twice
+// connectTimeout: the connect, then those names). What fails here is left
+// for the program's own Client or Dispense to retry and report.
 func (f *ReattachFollower) set(ctx context.Context, rec *PluginReattach, why error) {
 	var standbyRec *PluginReattach
 	if rec != nil {
@@ -234,15 +249,20 @@ func (f *ReattachFollower) set(ctx context.Context, rec *PluginReattach, why err
 		next = &followedInstance{rec: rec, dispensed: map[string]any{}, connecting: f.connect(rec, nil, names)}
 	}
 	if next != prev && next != nil && !f.ready(ctx, next, names) {
-		return // closing
+		// Closing. A standby that was to be promoted is released with
+		// the follower; a new instance, here.
+		if next != sb {
+			next.release()
+		}
+		return
 	}
 
 	var nextSB *followedInstance
 	switch {
-	case next == nil || standbyRec == nil:
+	case next == nil || standbyRec == nil || standbyRec.SameInstance(next.rec):
 	case prev != nil && prev != next && standbyRec.SameInstance(prev.rec):
 		nextSB = prev // the instance that was active stays on as the standby
-	case sb != nil && sb != next && standbyRec.SameInstance(sb.rec):
+	case sb != nil && sb != next && standbyRec.SameInstance(sb.rec) && !f.failed(sb):
 		nextSB = sb
 	default:
 		nextSB = &followedInstance{rec: standbyRec, dispensed: map[string]any{}, connecting: f.connect(standbyRec, nil, names)}
@@ -260,6 +280,26 @@ func (f *ReattachFollower) set(ctx context.Context, rec *PluginReattach, why err
 	if sb != nil && sb != next && sb != nextSB {
 		sb.release()
 	}
+}
+
+// failed reports whether the standby's connect is over and got no
+// connection, so that it is tried again rather than kept until a failover
+// finds it wanting. Follower's goroutine only.
+func (f *ReattachFollower) failed(sb *followedInstance) bool {
+	if sb.connecting != nil {
+		select {
+		case c := <-sb.connecting:
+			sb.connecting = nil
+			f.mu.Lock()
+			sb.merge(c)
+			f.mu.Unlock()
+		default:
+			return false // still under way
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return sb.proto == nil
 }
 
 // markUsed notes that inst is active. Called with f.mu held.
@@ -393,6 +433,15 @@ func (inst *followedInstance) release() {
 // for the errors Dispense returns.
 func (f *ReattachFollower) run(ctx context.Context) {
 	defer close(f.done)
+	defer func() {
+		f.mu.Lock()
+		sb := f.standby
+		f.standby = nil
+		f.mu.Unlock()
+		if sb != nil {
+			sb.release()
+		}
+	}()
 	followActive(ctx, f.c, f.key(), f.sync, f.activeChanged, func(err error) {
 		f.mu.Lock()
 		f.lastErr = err

@@ -304,7 +304,8 @@ func BenchmarkReattachFailover(b *testing.B) {
 // another replaces it (its gRPC connection closed; go-plugin's net/rpc
 // client cannot close without stopping the plugin, so that one stays
 // open); the instance that was active stays on as the standby when a new
-// one takes over; and a failover to the standby opens no connection.
+// one takes over; a failover to the standby opens no connection; and Close
+// lets go of a standby that was never active.
 func TestReattachFollowerKeepsStandbyConnected(t *testing.T) {
 	for _, bin := range kvBins {
 		t.Run(bin, func(t *testing.T) {
@@ -355,6 +356,14 @@ func TestReattachFollowerKeepsStandbyConnected(t *testing.T) {
 			}
 			if n := px["c"].opened(); n != 2 {
 				t.Fatalf("c, registered twice, was dialled %d times, want 2", n)
+			}
+			// a, never active, was dialled as the standby whenever b was
+			// active (three times) and let go whenever c was (twice);
+			// Close lets it go a third time.
+			px["a"].waitOpened(ctx, t, 3)
+			f.Close()
+			if bin == "plugin-go-grpc" {
+				px["a"].waitClosed(ctx, t, 3)
 			}
 		})
 	}
