@@ -8,6 +8,9 @@ import "time"
 // when none is left). The resolver follows these.
 const EventPluginActive = "PluginActiveInstance"
 
+// tcpPrefix marks a PluginInstance.SocketPath that is a TCP address.
+const tcpPrefix = "tcp://"
+
 // PluginInstance is one allocation's registration of a plugin in the
 // agent's registry: where a consumer reaches it.
 type PluginInstance struct {
@@ -15,8 +18,9 @@ type PluginInstance struct {
 	Name    string
 	AllocID string
 	Version string `json:",omitempty"`
-	// SocketPath is the plugin's unix socket: consumers dial it directly
-	// with plain gRPC.
+	// SocketPath is the plugin's unix socket, or tcp://HOST:PORT (a
+	// loopback address) for a plugin that serves TCP, as go-plugin's
+	// Python example does: consumers dial it directly with plain gRPC.
 	SocketPath string
 	// Active is whether this is the instance consumers should use (the
 	// newest registration of the plugin).

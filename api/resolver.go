@@ -139,5 +139,15 @@ func (r *pluginResolver) update(inst *PluginInstance) {
 	}
 	// ServerName: the default authority would be the target's "TYPE/NAME",
 	// which is no host name.
-	_ = r.cc.UpdateState(resolver.State{Addresses: []resolver.Address{{Addr: "unix://" + sock, ServerName: "localhost"}}})
+	_ = r.cc.UpdateState(resolver.State{Addresses: []resolver.Address{{Addr: dialAddr(sock), ServerName: "localhost"}}})
+}
+
+// dialAddr is the gRPC address of a registered instance: its unix socket,
+// or host:port for one registered at tcp://HOST:PORT (the agent accepts
+// loopback addresses only), which gRPC's dialer takes as TCP.
+func dialAddr(socketPath string) string {
+	if a, ok := strings.CutPrefix(socketPath, tcpPrefix); ok {
+		return a
+	}
+	return "unix://" + socketPath
 }

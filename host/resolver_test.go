@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -207,6 +208,36 @@ func TestResolverFollowsActiveInstance(t *testing.T) {
 	e.deregister(t, "a")
 	e.register(t, "c")
 	waitServedBy(t, c, "c")
+}
+
+// serveTCP starts an echo plugin named name on a loopback TCP port, as
+// go-plugin's Python example serves, and records its tcp:// address.
+func (e *resolverEnv) serveTCP(tb testing.TB, name string) {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := grpc.NewServer()
+	testpb.RegisterTestServiceServer(s, &echo{name: name})
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Serve(ln) }()
+	tb.Cleanup(func() { s.Stop(); <-done })
+	e.socks[name] = dynamic.TCPPrefix + ln.Addr().String()
+}
+
+// An instance registered at tcp://HOST:PORT is dialled over TCP.
+func TestResolverReachesTCPInstances(t *testing.T) {
+	e := startResolverEnv(t)
+	e.serve(t, "a")
+	e.serveTCP(t, "t")
+	c := e.dial(t, "pluginhost:///echo/main")
+	e.register(t, "a")
+	waitServedBy(t, c, "a")
+	e.register(t, "t")
+	waitServedBy(t, c, "t")
+	e.deregister(t, "t")
+	waitServedBy(t, c, "a")
 }
 
 func TestResolverBadTarget(t *testing.T) {
