@@ -90,6 +90,26 @@ func newEnvAt(t testing.TB, sub, extraConfig string) *env {
 	return e
 }
 
+// setCgroupParent makes the next agent use parent as its cgroup_parent
+// (e.cgroupParent stays the first one, where earlier launches' groups
+// are); the test's cleanup removes both.
+func (e *env) setCgroupParent(t testing.TB, parent string) {
+	t.Helper()
+	b, err := os.ReadFile(e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := fmt.Sprintf("cgroup_parent = %q\n", e.cgroupParent)
+	if !bytes.Contains(b, []byte(old)) {
+		t.Fatalf("config has no %q", old)
+	}
+	b = bytes.Replace(b, []byte(old), []byte(fmt.Sprintf("cgroup_parent = %q\n", parent)), 1)
+	if err := os.WriteFile(e.cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeCgroups(t, parent) })
+}
+
 // addr is the agent's API address.
 func (e *env) addr() string { return "unix://" + e.sock }
 

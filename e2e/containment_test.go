@@ -90,9 +90,16 @@ func TestContainmentStopKillsDescendants(t *testing.T) {
 	for _, c := range []struct {
 		driver string
 		kill9  bool
-	}{{"raw_exec", false}, {"raw_exec", true}, {"exec", false}, {"exec", true}} {
+		// newParent: the agent comes back with another cgroup_parent,
+		// and finds the task's group under the earlier one.
+		newParent bool
+	}{{"raw_exec", false, false}, {"raw_exec", true, false}, {"exec", false, false}, {"exec", true, false}, {"raw_exec", true, true}} {
 		kill9 := c.kill9
-		t.Run(fmt.Sprintf("%s/kill9=%t", c.driver, kill9), func(t *testing.T) {
+		name := fmt.Sprintf("%s/kill9=%t", c.driver, kill9)
+		if c.newParent {
+			name += "/new_cgroup_parent"
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, "")
 			a := e.start()
@@ -108,6 +115,9 @@ func TestContainmentStopKillsDescendants(t *testing.T) {
 			}
 			if kill9 {
 				a.kill()
+				if c.newParent {
+					e.setCgroupParent(t, e.cgroupParent+"-new")
+				}
 				a = e.start()
 				a.waitAlloc(alloc, "re-adopted", hasEvents("t", "Reattached", 1))
 				if n := len(marked(marker)); n < 3 {
@@ -117,6 +127,9 @@ func TestContainmentStopKillsDescendants(t *testing.T) {
 			a.stopJob("esc")
 			waitGone(t, marker, 5*time.Second)
 			assertNoCgroups(t, e.cgroupParent)
+			if c.newParent {
+				assertNoCgroups(t, e.cgroupParent+"-new")
+			}
 		})
 	}
 }

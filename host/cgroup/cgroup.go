@@ -419,8 +419,12 @@ func (m *Manager) enableV2Controllers() error {
 }
 
 // group lays out the Group for name without touching the filesystem.
-func (m *Manager) group(name string) *Group {
-	g := &Group{m: m, name: name, path: path.Join(m.parent, name)}
+func (m *Manager) group(name string) *Group { return m.groupAt(m.parent, name) }
+
+// groupAt is group under parent, which is m.parent but for a group made
+// under an earlier cgroup_parent (see Open).
+func (m *Manager) groupAt(parent, name string) *Group {
+	g := &Group{m: m, name: name, path: path.Join(parent, name)}
 	switch m.version {
 	case 2:
 		dir := filepath.Join(m.root, g.path)
@@ -457,19 +461,24 @@ func (m *Manager) group(name string) *Group {
 // agent killed in the middle of Create or Destroy) is opened without them,
 // with a warning, so that it can still be killed and destroyed; its
 // limits, OOM count and stats need the memory hierarchy.
+//
+// A group made under another parent (cgroup_parent changed while the task
+// ran) is opened where it is, as Nomad's executor keeps a task in the
+// cgroup it started in: the task stays contained, and its leftovers are
+// killed when it ends. Only a group directly in the root cgroup is refused.
 func (m *Manager) Open(p string) (*Group, error) {
 	if !m.Enabled() {
 		return nil, fmt.Errorf("opening cgroup %s: cgroups disabled: %s", p, m.reason)
 	}
 	clean := path.Clean("/" + p)
-	if path.Dir(clean) != m.parent {
-		return nil, fmt.Errorf("opening cgroup %s: not directly under the parent %s", p, m.parent)
+	parent, name := path.Dir(clean), path.Base(clean)
+	if parent == "/" {
+		return nil, fmt.Errorf("opening cgroup %s: a task cgroup is never directly in the root cgroup", p)
 	}
-	name := path.Base(clean)
 	if err := checkName(name); err != nil {
 		return nil, fmt.Errorf("opening cgroup %s: %w", p, err)
 	}
-	g := m.group(name)
+	g := m.groupAt(parent, name)
 	var dirs, procs []string
 	var firstErr error
 	for i, d := range g.dirs {
@@ -492,6 +501,10 @@ func (m *Manager) Open(p string) (*Group, error) {
 	if len(dirs) < len(g.dirs) {
 		m.logger.Warn("task cgroup missing from some hierarchies, opened without them",
 			"path", g.path, "found", dirs, "error", firstErr)
+	}
+	if parent != m.parent {
+		m.logger.Info("task cgroup is under an earlier cgroup_parent; the task stays in it",
+			"path", g.path, "cgroup_parent", m.parent)
 	}
 	g.dirs, g.procs = dirs, procs
 	return g, nil

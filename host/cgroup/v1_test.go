@@ -249,12 +249,34 @@ func TestV1OpenAfterRestartLeftoversDestroy(t *testing.T) {
 	if left, _ := m2.Leftovers(); !slices.Equal(left, []string{b.Path()}) {
 		t.Fatalf("Leftovers after Destroy = %v", left)
 	}
-	if _, err := m2.Open("/elsewhere/alloc2.db"); err == nil {
-		t.Fatal("Open outside the parent succeeded")
+	if _, err := m2.Open("/alloc2.db"); err == nil {
+		t.Fatal("Open of a group in the root cgroup succeeded")
 	}
-	if err := b.Destroy(); err != nil {
+	// cgroup_parent changed while b's task ran: the next agent finds b
+	// where it was made, still limited, and can kill and remove it.
+	q := startIn(t, b, "exec sleep 300")
+	m3 := Detect(testLogger(t), Options{Mode: "v1", Parent: testParent()})
+	cleanupParent(t, m3)
+	b3, err := m3.Open(b.Path())
+	if err != nil {
+		t.Fatalf("Open under the earlier parent: %v", err)
+	}
+	if !slices.Equal(b3.Dirs(), b.Dirs()) || b3.Path() != b.Path() {
+		t.Fatalf("reopened %v %v, made %v %v", b3.Path(), b3.Dirs(), b.Path(), b.Dirs())
+	}
+	if ps, _ := b3.Pids(); !slices.Equal(ps, []int{q.cmd.Process.Pid}) {
+		t.Fatalf("group under the earlier parent holds %v, want [%d]", ps, q.cmd.Process.Pid)
+	}
+	if got := readTrim(t, filepath.Join(b3.mem, "memory.limit_in_bytes")); got != strconv.Itoa(64<<20) {
+		t.Errorf("memory.limit_in_bytes under the earlier parent = %s", got)
+	}
+	if err := b3.Kill(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	if err := b3.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	checkGone(t, b3)
 }
 
 // memory_max makes memory the soft limit, as in Nomad's oversubscription;
