@@ -73,7 +73,7 @@ func eachDeclaringTask(r *jobs.Reconciler, fn func(d declaredTask, t *jobspec.Ta
 		if al.DesiredStatus != state.AllocDesiredStatusRun {
 			continue
 		}
-		g := jobs.GroupOf(al.Job, al.TaskGroup)
+		g := al.Job.Group(al.TaskGroup)
 		if g == nil {
 			continue
 		}

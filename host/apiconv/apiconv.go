@@ -450,7 +450,7 @@ func VolumeError(err error) error {
 // volume reads a volume's record.
 func AllocVolumes(snap *taskrunner.AllocSnapshot, volume func(id string) (*volumes.Volume, error)) []*api.AllocVolume {
 	al := snap.Alloc
-	g := groupOf(al.Job, al.TaskGroup)
+	g := al.Job.Group(al.TaskGroup)
 	if g == nil || len(g.Volumes) == 0 {
 		return nil
 	}
@@ -471,31 +471,17 @@ func AllocVolumes(snap *taskrunner.AllocSnapshot, volume func(id string) (*volum
 	return out
 }
 
-func groupOf(job *jobspec.Job, name string) *jobspec.TaskGroup {
-	if job == nil {
-		return nil
-	}
-	for _, g := range job.TaskGroups {
-		if g.Name == name {
-			return g
-		}
-	}
-	return nil
-}
-
 // taskResources are the group's tasks' resources, for alloc status.
 func taskResources(job *jobspec.Job, group string) map[string]*api.Resources {
-	for _, g := range job.TaskGroups {
-		if g.Name != group {
-			continue
-		}
-		out := make(map[string]*api.Resources, len(g.Tasks))
-		for _, t := range g.Tasks {
-			if r := t.Resources; r != nil {
-				out[t.Name] = &api.Resources{CPU: r.CPU, MemoryMB: r.MemoryMB, MemoryMaxMB: r.MemoryMaxMB}
-			}
-		}
-		return out
+	g := job.Group(group)
+	if g == nil {
+		return nil
 	}
-	return nil
+	out := make(map[string]*api.Resources, len(g.Tasks))
+	for _, t := range g.Tasks {
+		if r := t.Resources; r != nil {
+			out[t.Name] = &api.Resources{CPU: r.CPU, MemoryMB: r.MemoryMB, MemoryMaxMB: r.MemoryMaxMB}
+		}
+	}
+	return out
 }

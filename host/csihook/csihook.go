@@ -101,21 +101,12 @@ func Check(vm *volumes.VolumeManager, job *jobspec.Job, own func(allocID string)
 // an allocation whose claim cannot be made.
 func ClaimAllocs(tx *state.Tx, claims *volumes.ClaimsTx, job *jobspec.Job, allocs []*state.Alloc) error {
 	for _, al := range allocs {
-		g := groupOf(job, al.TaskGroup)
+		g := job.Group(al.TaskGroup)
 		if g == nil || len(g.Volumes) == 0 {
 			continue
 		}
 		if err := claims.Claim(tx, ClaimRequests(job, g, al.ID, al.Index)); err != nil {
 			return fmt.Errorf("allocation %s: %w", al.ID, err)
-		}
-	}
-	return nil
-}
-
-func groupOf(job *jobspec.Job, name string) *jobspec.TaskGroup {
-	for _, g := range job.TaskGroups {
-		if g.Name == name {
-			return g
 		}
 	}
 	return nil

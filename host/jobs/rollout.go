@@ -48,7 +48,7 @@ func judgeRollout(job *jobspec.Job, snaps []*taskrunner.AllocSnapshot, now time.
 	allHealthy := true
 	for _, snap := range snaps {
 		al := snap.Alloc
-		u := UpdateOf(GroupOf(job, al.TaskGroup))
+		u := UpdateOf(job.Group(al.TaskGroup))
 		if al.ClientStatus == state.AllocClientStatusFailed {
 			return rollout{unhealthy: fmt.Sprintf("allocation %s failed", shortID(al.ID))}
 		}
@@ -83,7 +83,7 @@ func judgeRollout(job *jobspec.Job, snaps []*taskrunner.AllocSnapshot, now time.
 // plugin's last "healthy" event. ok is false while one is not healthy.
 func healthySince(tasks []taskrunner.TaskSnapshot, job *jobspec.Job, group string) (time.Time, bool) {
 	var since time.Time
-	g := GroupOf(job, group)
+	g := job.Group(group)
 	for _, t := range tasks {
 		if t.State.State != state.TaskStateRunning {
 			return time.Time{}, false
@@ -131,19 +131,6 @@ func isPluginTask(g *jobspec.TaskGroup, name string) bool {
 		}
 	}
 	return false
-}
-
-// GroupOf is the job's group of that name, nil if none.
-func GroupOf(job *jobspec.Job, name string) *jobspec.TaskGroup {
-	if job == nil {
-		return nil
-	}
-	for _, g := range job.TaskGroups {
-		if g.Name == name {
-			return g
-		}
-	}
-	return nil
 }
 
 func shortID(id string) string {

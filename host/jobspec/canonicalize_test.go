@@ -88,3 +88,15 @@ func TestValidateNamesFields(t *testing.T) {
 		t.Errorf("problems %v\nwant %v", got, want)
 	}
 }
+
+// Group finds a group by name, and is safe on a job that is not there.
+func TestJobGroup(t *testing.T) {
+	web, db := &TaskGroup{Name: "web"}, &TaskGroup{Name: "db"}
+	j := &Job{TaskGroups: []*TaskGroup{web, db}}
+	if j.Group("db") != db || j.Group("web") != web || j.Group("cache") != nil {
+		t.Fatal("Group did not find the group by name")
+	}
+	if (*Job)(nil).Group("web") != nil {
+		t.Fatal("Group of a nil job")
+	}
+}

@@ -53,6 +53,20 @@ type Job struct {
 	SourcePath string
 }
 
+// Group is the job's group of that name; nil if it has none, or if j is
+// nil (an allocation restored without its job).
+func (j *Job) Group(name string) *TaskGroup {
+	if j == nil {
+		return nil
+	}
+	for _, g := range j.TaskGroups {
+		if g.Name == name {
+			return g
+		}
+	}
+	return nil
+}
+
 // TaskGroup is a `group` block.
 type TaskGroup struct {
 	Name    string

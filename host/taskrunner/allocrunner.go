@@ -151,12 +151,7 @@ func RestoreAllocRunner(cfg *Config, as *state.AllocState) (*AllocRunner, error)
 }
 
 func newAllocRunner(cfg *Config, a *state.Alloc, recs map[string]*state.TaskRecord) (*AllocRunner, error) {
-	var group *jobspec.TaskGroup
-	for _, g := range a.Job.TaskGroups {
-		if g.Name == a.TaskGroup {
-			group = g
-		}
-	}
+	group := a.Job.Group(a.TaskGroup)
 	if group == nil {
 		return nil, fmt.Errorf("allocation %s: job %q has no group %q", a.ID, a.Job.ID, a.TaskGroup)
 	}
