@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/internal/testproc"
 )
 
 // countingRegistry adds a counted registry to the fake backend, so that
@@ -40,29 +39,11 @@ func (c countingRegistry) RegisteredPlugin(context.Context, string, string) (*ap
 	return nil, api.ErrNotFound
 }
 
-// lockedBuffer collects the server's log lines to look for secrets in.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 type tcpServer struct {
 	srv    *Server
 	be     *fakeBackend
 	tokens *Tokens
-	logs   *lockedBuffer
+	logs   *testproc.Buffer
 	// parsed counts job sources the server parsed.
 	parsed atomic.Int64
 	hc     *http.Client
@@ -76,7 +57,7 @@ func startTCPServer(t *testing.T) *tcpServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := &tcpServer{be: newFakeBackend(), tokens: tokens, logs: &lockedBuffer{}}
+	ts := &tcpServer{be: newFakeBackend(), tokens: tokens, logs: &testproc.Buffer{}}
 	ts.be.setReady(true)
 	srv, err := NewServer(ServerConfig{
 		Addr:    "127.0.0.1:0",

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,26 +18,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/pluginhost/pluginhost/internal/testbin"
+	"github.com/pluginhost/pluginhost/internal/testproc"
 	"github.com/pluginhost/pluginhost/sdk"
 )
-
-// syncBuffer collects a subprocess's output for the test log.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // shortTempDir is t.TempDir, checked against the unix socket path limit
 // with room for the socket names used below.
@@ -80,7 +61,7 @@ func unmountUnder(t *testing.T, dir string) {
 
 type proc struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testproc.Buffer
 	done chan struct{}
 	err  error // valid after done
 }
@@ -94,7 +75,7 @@ func startBinary(t *testing.T, dir string, env []string, args ...string) (*proc,
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "CSI_ENDPOINT=unix://"+sock)
 	cmd.Env = append(cmd.Env, env...)
-	p := &proc{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{cmd: cmd, out: &testproc.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start mockcsi: %v", err)
@@ -181,7 +162,7 @@ func waitServing(t *testing.T, p *proc, conn *grpc.ClientConn) {
 func startGoPlugin(t *testing.T, args ...string) string {
 	t.Helper()
 	bin := testbin.MustPath(t, "mockcsi")
-	out := &syncBuffer{}
+	out := &testproc.Buffer{}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake(),
 		VersionedPlugins: sdk.HostPlugins(),

@@ -1,11 +1,9 @@
 package csitest
 
 import (
-	"bytes"
 	"context"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,26 +13,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/pluginhost/pluginhost/internal/testbin"
+	"github.com/pluginhost/pluginhost/internal/testproc"
 )
-
-// lockedBuffer collects a child's output for the failure message; the
-// exec package writes to it from its own goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // StartMockCSI runs the real mockcsi binary as a standalone CSI driver
 // (CSI_ENDPOINT, as under Nomad or Kubernetes) and returns its socket once
@@ -47,7 +27,7 @@ func StartMockCSI(t testing.TB, env ...string) string {
 
 	cmd := exec.Command(bin, "--state-dir", filepath.Join(dir, "state"), "--node-id", "test-node")
 	cmd.Env = append(append(cmd.Environ(), "CSI_ENDPOINT=unix://"+socket), env...)
-	var out lockedBuffer
+	var out testproc.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
