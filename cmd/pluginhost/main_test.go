@@ -23,7 +23,14 @@ func startAgent(t *testing.T) (*fakeAgent, string) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	fa := newFakeAgent()
-	srv, err := apiserver.NewServer(apiserver.ServerConfig{Addr: "unix://" + filepath.Join(dir, "api.sock"), Backend: fa})
+	srv := serveAPI(t, apiserver.ServerConfig{Addr: "unix://" + filepath.Join(dir, "api.sock"), Backend: fa})
+	return fa, srv.Addr()
+}
+
+// serveAPI runs the real API server with cfg until the test ends.
+func serveAPI(t *testing.T, cfg apiserver.ServerConfig) *apiserver.Server {
+	t.Helper()
+	srv, err := apiserver.NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +43,7 @@ func startAgent(t *testing.T) (*fakeAgent, string) {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return fa, srv.Addr()
+	return srv
 }
 
 type result struct {

@@ -19,19 +19,7 @@ func startTCPAgent(t *testing.T) (*apiserver.Server, *apiserver.Tokens) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := apiserver.NewServer(apiserver.ServerConfig{Addr: "127.0.0.1:0", Backend: newFakeAgent(), Tokens: tokens})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	srv := serveAPI(t, apiserver.ServerConfig{Addr: "127.0.0.1:0", Backend: newFakeAgent(), Tokens: tokens})
 	return srv, tokens
 }
 
