@@ -24,6 +24,7 @@ import (
 	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/events"
+	"github.com/pluginhost/pluginhost/host/idpool"
 	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/metrics"
@@ -214,7 +215,13 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	} else {
 		a.logger.Warn("cgroups cannot be used: task resources are not enforced, and a stop kills only a task's process group", "reason", a.cgroups.Reason())
 	}
+	ids, err := dynamicIDs(cfg, a.logger)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	factory.runners = &taskrunner.Config{
+		IDs:           ids,
+		UserAllowed:   userAllowed(cfg),
 		Cgroups:       a.cgroups,
 		DataDir:       cfg.DataDir,
 		SocketRoot:    cfg.Plugin.SocketDir,
@@ -274,6 +281,42 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		return hooks
 	}
 	return a, nil
+}
+
+// dynamicIDs is the pool of the users block's range, nil when it is off
+// or the agent cannot give ids away (it is not root: exec tasks need root
+// anyway).
+func dynamicIDs(cfg *config.Config, logger hclog.Logger) (*idpool.Pool, error) {
+	c := cfg.Containment
+	if !c.DynamicUsers() {
+		return nil, nil
+	}
+	if os.Geteuid() != 0 {
+		logger.Warn("dynamic workload users need root: exec tasks without a user run as nobody")
+		return nil, nil
+	}
+	p, err := idpool.New(uint32(c.DynamicUserMin), uint32(c.DynamicUserMax))
+	if err != nil {
+		return nil, fmt.Errorf("users: %w", err)
+	}
+	return p, nil
+}
+
+// userAllowed is denied_host_uids and denied_host_gids at a task's launch:
+// a job recorded before the configuration changed is held to it too.
+func userAllowed(cfg *config.Config) func(u *driver.User) error {
+	c := cfg.Containment
+	return func(u *driver.User) error {
+		if c.DeniedHostUIDs.Contains(u.UID) {
+			return fmt.Errorf("running as uid %d is disallowed by denied_host_uids = %q", u.UID, c.DeniedHostUIDs.String())
+		}
+		for _, g := range append([]uint32{u.GID}, u.Groups...) {
+			if c.DeniedHostGIDs.Contains(g) {
+				return fmt.Errorf("running as gid %d is disallowed by denied_host_gids = %q", g, c.DeniedHostGIDs.String())
+			}
+		}
+		return nil
+	}
 }
 
 // closeIgnoring adapts a Close method value for NewAgent's closers.

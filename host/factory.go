@@ -51,7 +51,7 @@ func (f *allocFactory) Submit(job *jobspec.Job) (*state.SubmitResult, []jobs.Run
 				slots = append(slots, jobs.Slot{Group: g.Name, Index: i})
 			}
 		}
-		if runners, err = f.record(tx, job, res.Job.Version, slots); err != nil {
+		if err := f.record(tx, job, res.Job.Version, slots, &runners); err != nil {
 			return err
 		}
 		allocs := make([]*state.Alloc, len(runners))
@@ -62,6 +62,7 @@ func (f *allocFactory) Submit(job *jobspec.Job) (*state.SubmitResult, []jobs.Run
 	})
 	claims.End(err == nil)
 	if err != nil {
+		discard(runners)
 		return nil, nil, fmt.Errorf("recording job %q: %w", job.ID, err)
 	}
 	return res, recorded(runners), nil
@@ -73,8 +74,8 @@ func (f *allocFactory) Submit(job *jobspec.Job) (*state.SubmitResult, []jobs.Run
 func (f *allocFactory) Create(job *jobspec.Job, version uint64, slots []jobs.Slot) ([]jobs.Runner, error) {
 	var runners []*taskrunner.AllocRunner
 	err := f.db.Update(func(tx *state.Tx) error {
-		var err error
-		runners, err = f.record(tx, job, version, slots)
+		runners = nil
+		err := f.record(tx, job, version, slots, &runners)
 		if err == nil && len(runners) == 0 {
 			return errNothingToWrite
 		}
@@ -84,6 +85,7 @@ func (f *allocFactory) Create(job *jobspec.Job, version uint64, slots []jobs.Slo
 		return nil, nil
 	}
 	if err != nil {
+		discard(runners)
 		return nil, err
 	}
 	return recorded(runners), nil
@@ -93,19 +95,29 @@ func (f *allocFactory) Create(job *jobspec.Job, version uint64, slots []jobs.Slo
 // that it costs no commit.
 var errNothingToWrite = errors.New("nothing to write")
 
-func (f *allocFactory) record(tx *state.Tx, job *jobspec.Job, version uint64, slots []jobs.Slot) ([]*taskrunner.AllocRunner, error) {
-	out := make([]*taskrunner.AllocRunner, 0, len(slots))
+// record prepares and writes the allocations of slots, appending each
+// prepared runner to out, also when a later one fails: the caller
+// discards them all if the transaction does not commit.
+func (f *allocFactory) record(tx *state.Tx, job *jobspec.Job, version uint64, slots []jobs.Slot, out *[]*taskrunner.AllocRunner) error {
 	for _, s := range slots {
 		ar, err := taskrunner.PrepareAlloc(f.runners, job, version, s.Group, s.Index)
 		if err != nil {
-			return nil, fmt.Errorf("allocation %s[%d]: %w", s.Group, s.Index, err)
+			return fmt.Errorf("allocation %s[%d]: %w", s.Group, s.Index, err)
 		}
+		*out = append(*out, ar)
 		if err := ar.Record(tx); err != nil {
-			return nil, fmt.Errorf("allocation %s[%d]: %w", s.Group, s.Index, err)
+			return fmt.Errorf("allocation %s[%d]: %w", s.Group, s.Index, err)
 		}
-		out = append(out, ar)
 	}
-	return out, nil
+	return nil
+}
+
+// discard gives back what prepared allocations that were never recorded
+// hold.
+func discard(runners []*taskrunner.AllocRunner) {
+	for _, ar := range runners {
+		ar.Discard()
+	}
 }
 
 // recorded tells each runner its transaction committed.

@@ -33,6 +33,8 @@ func TestRunJobChecksHost(t *testing.T) {
 	cfg.DataDir = filepath.Join(dir, "d")
 	cfg.Addr = "unix://" + filepath.Join(dir, "api.sock")
 	cfg.Containment.DeniedHostUIDs, _ = jobspec.ParseIDRanges("0-4294967294")
+	// Every uid is denied: the dynamic range must be off.
+	cfg.Containment.DynamicUserMin, cfg.Containment.DynamicUserMax = -1, -1
 	a, err := NewAgent(cfg, Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ func TestExampleConfigParses(t *testing.T) {
 		CSI:         CSIConfig{FingerprintInterval: 30 * time.Second, ProbeTimeout: 5 * time.Second, VolumeMountTimeout: 2 * time.Minute},
 		Plugin:      PluginConfig{SocketDir: "/run/pluginhost"},
 		GC:          GCConfig{Interval: time.Minute, MaxAllocs: 50, DiskUsageThreshold: 80, InodeUsageThreshold: 70},
-		Containment: ContainmentConfig{ChrootEnv: DefaultChrootEnv(), CgroupParent: DefaultCgroupParent},
+		Containment: defaultContainment(),
 		SourcePath:  filepath.Join(repo, "config.hcl.example"),
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -330,6 +330,14 @@ chroot_env = {
 denied_host_uids = "0, 1000-1999"
 denied_host_gids = "0"
 cgroup_parent    = "pluginhost.slice/"
+users {
+  dynamic_user_min = 70000
+  dynamic_user_max = 70999
+}
+exec {
+  allow_pid_mode_host = true
+  seccomp             = false
+}
 `), "c.hcl")
 	if err != nil {
 		t.Fatal(err)
@@ -339,6 +347,8 @@ cgroup_parent    = "pluginhost.slice/"
 		DeniedHostUIDs: jobspec.IDRanges{{Lo: 0, Hi: 0}, {Lo: 1000, Hi: 1999}},
 		DeniedHostGIDs: jobspec.IDRanges{{Lo: 0, Hi: 0}},
 		CgroupParent:   "/pluginhost.slice",
+		DynamicUserMin: 70000, DynamicUserMax: 70999,
+		Exec: ExecOptions{AllowPIDModeHost: true},
 	}
 	if !reflect.DeepEqual(c.Containment, want) {
 		t.Fatalf("got  %+v\nwant %+v", c.Containment, want)

@@ -60,20 +60,58 @@ type ContainmentConfig struct {
 	// CgroupParent is cgroup_parent, the cgroup (a path under the cgroup
 	// file system's root, with a leading "/") holding the tasks' cgroups.
 	CgroupParent string
+	// DynamicUserMin and DynamicUserMax are users { dynamic_user_min,
+	// dynamic_user_max }: the ids the agent gives exec tasks that name no
+	// user (a uid each, as Nomad's exec2 does) and every allocation (the
+	// group of the directories its tasks share). -1 and -1 turn it off:
+	// exec tasks then run as nobody, as under Nomad's exec driver.
+	DynamicUserMin, DynamicUserMax int
+	// Exec is the `exec` block: the exec driver's options.
+	Exec ExecOptions
 }
 
+// ExecOptions is the `exec` block, the exec driver's options (Nomad's
+// plugin "exec" { config { ... } }, with keys of pluginhost's own).
+type ExecOptions struct {
+	// AllowPIDModeHost and AllowIPCModeHost let a job ask for
+	// pid_mode = "host" and ipc_mode = "host". Off by default: in the
+	// host's pid namespace a task holding Nomad's default CAP_SETUID can
+	// become the owner of any process it sees and reach the host's root
+	// and cgroups through /proc/<pid>/root.
+	AllowPIDModeHost, AllowIPCModeHost bool
+	// Seccomp gives every exec task the default seccomp filter (package
+	// host/seccomp). On by default; Nomad's exec driver has none.
+	Seccomp bool
+}
+
+// Nomad's default dynamic workload user range
+// (client/config/config.go: 80_000 to 89_999).
+const (
+	DefaultDynamicUserMin = 80000
+	DefaultDynamicUserMax = 89999
+)
+
+// DynamicUsers reports whether the dynamic id range is on.
+func (c *ContainmentConfig) DynamicUsers() bool { return c.DynamicUserMin >= 0 }
+
 func defaultContainment() ContainmentConfig {
-	return ContainmentConfig{ChrootEnv: DefaultChrootEnv(), CgroupParent: DefaultCgroupParent}
+	return ContainmentConfig{
+		ChrootEnv: DefaultChrootEnv(), CgroupParent: DefaultCgroupParent,
+		DynamicUserMin: DefaultDynamicUserMin, DynamicUserMax: DefaultDynamicUserMax,
+		Exec: ExecOptions{Seccomp: true},
+	}
 }
 
 // HostPolicy is the part of jobspec.HostPolicy the configuration decides;
 // the caller adds the user lookups.
 func (c *Config) HostPolicy() jobspec.HostPolicy {
 	return jobspec.HostPolicy{
-		DeniedUIDs: c.Containment.DeniedHostUIDs,
-		DeniedGIDs: c.Containment.DeniedHostGIDs,
-		LookupUser: jobspec.LookupOSUser,
-		AgentUser:  jobspec.CurrentOSUser,
+		DeniedUIDs:   c.Containment.DeniedHostUIDs,
+		DeniedGIDs:   c.Containment.DeniedHostGIDs,
+		LookupUser:   jobspec.LookupOSUser,
+		AgentUser:    jobspec.CurrentOSUser,
+		DynamicUsers: c.Containment.DynamicUsers(),
+		HostModes:    &jobspec.HostModes{PID: c.Containment.Exec.AllowPIDModeHost, IPC: c.Containment.Exec.AllowIPCModeHost},
 	}
 }
 
@@ -189,9 +227,79 @@ func cleanCgroupParent(s string) (string, error) {
 	return "/" + t, nil
 }
 
+// maxDynamicID keeps the range clear of (uid_t)-1 and (uid_t)-2, which
+// the kernel and chown give meanings of their own.
+const maxDynamicID = 1<<32 - 3
+
+// checkDynamicRange checks users { } against itself and the denied ids.
+func checkDynamicRange(lo, hi int, deniedUIDs, deniedGIDs jobspec.IDRanges) error {
+	switch {
+	case lo == -1 && hi == -1:
+		return nil
+	case lo == -1 || hi == -1:
+		return fmt.Errorf("dynamic_user_min and dynamic_user_max are -1 together (off) or neither, got %d and %d", lo, hi)
+	case lo < 1 || hi > maxDynamicID || lo > hi:
+		return fmt.Errorf("want 1 <= dynamic_user_min <= dynamic_user_max <= %d, got %d and %d", maxDynamicID, lo, hi)
+	}
+	for _, d := range []struct {
+		name string
+		r    jobspec.IDRanges
+	}{{"denied_host_uids", deniedUIDs}, {"denied_host_gids", deniedGIDs}} {
+		for _, x := range d.r {
+			if int(x.Lo) <= hi && int(x.Hi) >= lo {
+				return fmt.Errorf("the dynamic range %d-%d overlaps %s = %q: every exec task without a user would be refused", lo, hi, d.name, d.r.String())
+			}
+		}
+	}
+	return nil
+}
+
+// decodeUsers reads the users block (Nomad's client users block).
+func decodeUsers(d *hclstrict.Decoder, b *hcl.Block, c *ContainmentConfig) {
+	uc := d.Content(b.Body, usersSchema)
+	min, max := c.DynamicUserMin, c.DynamicUserMax
+	for _, k := range []struct {
+		key string
+		dst *int
+	}{{"dynamic_user_min", &min}, {"dynamic_user_max", &max}} {
+		if v, ok := d.Whole(uc.Attributes[k.key], -1, maxDynamicID); ok {
+			*k.dst = v
+		}
+	}
+	if err := checkDynamicRange(min, max, c.DeniedHostUIDs, c.DeniedHostGIDs); err != nil {
+		d.Errorf(b.DefRange, "Invalid users block", "%s.", err)
+		return
+	}
+	c.DynamicUserMin, c.DynamicUserMax = min, max
+}
+
+// decodeExec reads the exec block.
+func decodeExec(d *hclstrict.Decoder, b *hcl.Block, c *ContainmentConfig) {
+	ec := d.Content(b.Body, execSchema)
+	for _, k := range []struct {
+		key string
+		dst *bool
+	}{{"allow_pid_mode_host", &c.Exec.AllowPIDModeHost}, {"allow_ipc_mode_host", &c.Exec.AllowIPCModeHost}, {"seccomp", &c.Exec.Seccomp}} {
+		if v, ok := d.Bool(ec.Attributes[k.key]); ok {
+			*k.dst = v
+		}
+	}
+}
+
+var usersSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "dynamic_user_min"}, {Name: "dynamic_user_max"}},
+}
+
+var execSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "allow_pid_mode_host"}, {Name: "allow_ipc_mode_host"}, {Name: "seccomp"}},
+}
+
 // validateContainment is Config.Validate's part for a Config built in code.
 func (c *ContainmentConfig) validate() []error {
 	var errs []error
+	if err := checkDynamicRange(c.DynamicUserMin, c.DynamicUserMax, c.DeniedHostUIDs, c.DeniedHostGIDs); err != nil {
+		errs = append(errs, fmt.Errorf("users: %w", err))
+	}
 	for host, task := range c.ChrootEnv {
 		if err := checkChrootEntry(host, task); err != nil {
 			errs = append(errs, fmt.Errorf("chroot_env %q = %q: %w", host, task, err))

@@ -24,7 +24,7 @@ var rootSchema = &hcl.BodySchema{
 		{Name: "gc_interval"}, {Name: "gc_max_allocs"}, {Name: "gc_disk_usage_threshold"}, {Name: "gc_inode_usage_threshold"},
 		{Name: "chroot_env"}, {Name: "denied_host_uids"}, {Name: "denied_host_gids"}, {Name: "cgroup_parent"},
 	},
-	Blocks: []hcl.BlockHeaderSchema{{Type: "csi"}, {Type: "plugin"}, {Type: "acl"}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "csi"}, {Type: "plugin"}, {Type: "acl"}, {Type: "users"}, {Type: "exec"}},
 }
 
 var csiSchema = &hcl.BodySchema{
@@ -185,9 +185,13 @@ func decode(d *hclstrict.Decoder, body hcl.Body, filename, baseDir string) *Conf
 
 	decodeContainment(d, a, &c.Containment)
 
-	var csis, plugins, acls hcl.Blocks
+	var csis, plugins, acls, users, execs hcl.Blocks
 	for _, b := range content.Blocks {
 		switch b.Type {
+		case "users":
+			users = append(users, b)
+		case "exec":
+			execs = append(execs, b)
 		case "csi":
 			csis = append(csis, b)
 		case "plugin":
@@ -236,6 +240,12 @@ func decode(d *hclstrict.Decoder, body hcl.Body, filename, baseDir string) *Conf
 	}
 	if b := d.AtMostOne(acls); b != nil {
 		decodeACL(d, b, c)
+	}
+	if b := d.AtMostOne(users); b != nil {
+		decodeUsers(d, b, &c.Containment)
+	}
+	if b := d.AtMostOne(execs); b != nil {
+		decodeExec(d, b, &c.Containment)
 	}
 	return c
 }

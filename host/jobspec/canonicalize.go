@@ -69,9 +69,6 @@ func canonicalizeTask(g *TaskGroup, t *Task) {
 		t.Logs = &LogConfig{MaxFiles: DefaultLogMaxFiles, MaxFileSizeMB: DefaultLogMaxFileMB}
 	}
 	if t.Driver == DriverExec {
-		if t.User == "" {
-			t.User = DefaultExecUser
-		}
 		if c := t.Config; c != nil {
 			if c.PIDMode == "" {
 				c.PIDMode = IsolationModePrivate

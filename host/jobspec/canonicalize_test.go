@@ -39,7 +39,7 @@ func TestCanonicalizeMatchesParse(t *testing.T) {
 			Name: "t", Driver: DriverGoPlugin, Config: &TaskConfig{Command: "/bin/true"},
 			CSIPluginConfig: &TaskCSIPluginConfig{ID: "p", Type: CSIPluginTypeNode},
 		}, {
-			// exec's defaults: user nobody, private namespaces.
+			// exec's defaults: private namespaces (the user is the agent's choice).
 			Name: "x", Driver: DriverExec, Config: &TaskConfig{Command: "/bin/true"},
 		}},
 	}}}

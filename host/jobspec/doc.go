@@ -41,7 +41,6 @@
 //	Task.Logs, Task.Resources null the defaults below
 //	VolumeRequest.Name ""          its alias (the Volumes key)
 //	CSIPluginConfig.MountDir ""    "/csi"; StagePublishBaseDir "" "/local/csi"
-//	Task.User "" (exec only)       "nobody"
 //	Config.PIDMode, IPCMode "" (exec only)  "private"
 //	CSIPluginConfig.HealthTimeout 0  30s
 //
@@ -77,8 +76,8 @@
 //	logs                        max_files 10, max_file_size 10 (MB)
 //	resources                   cpu 100 (MHz), memory 300 (MB), memory_max unset
 //	                            (memory is then the hard limit too)
-//	user                        exec: "nobody"; raw_exec, go_plugin: "" (the
-//	                            agent's user)
+//	user                        "" (exec: a dynamic uid of the agent's, else
+//	                            "nobody"; raw_exec, go_plugin: the agent's user)
 //	exec pid_mode, ipc_mode     "private"
 //	csi_plugin.mount_dir        "/csi"
 //	csi_plugin.stage_publish_base_dir  "/local/csi" (must not be mount_dir or

@@ -19,7 +19,8 @@ const (
 )
 
 // DefaultExecUser is the user an exec task runs as when the job names
-// none: Nomad's exec driver sets cfg.User to "nobody" in StartTask.
+// none and the agent has no dynamic ids: Nomad's exec driver sets
+// cfg.User to "nobody" in StartTask.
 const DefaultExecUser = "nobody"
 
 // LinuxCapabilities are the capability names Linux defines (capability.h,

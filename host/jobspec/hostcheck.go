@@ -95,7 +95,20 @@ type HostPolicy struct {
 	// go_plugin tasks without `user` run as; CurrentOSUser is the real one.
 	// nil skips the denied-id check of such tasks.
 	AgentUser func() (*HostUser, error)
+	// DynamicUsers says the agent gives an exec task without `user` a
+	// uid of its own (its users block); its configuration keeps that
+	// range clear of the denied ids. Without it such a task runs as
+	// nobody, who is checked.
+	DynamicUsers bool
+	// HostModes, when not nil, says which of pid_mode and ipc_mode =
+	// "host" the agent's exec driver allows; nil skips the check (job
+	// validate does not know the agent's configuration).
+	HostModes *HostModes
 }
+
+// HostModes is what the agent's exec block allows: the host's pid
+// namespace, the host's ipc namespace.
+type HostModes struct{ PID, IPC bool }
 
 // CheckHost checks job against this host: each task's user must exist and
 // not be denied, and an exec task's cap_add must be allowed. It returns a
@@ -123,6 +136,7 @@ func CheckHost(job *Job, p HostPolicy) error {
 					v.Add(f+".Config.CapAdd", "Capability not allowed", "%s: cap_add: %v (allowed: %s).",
 						where, err, strings.Join(capNames(p.AllowCaps), ", "))
 				}
+				v.hostModes(f, where, t.Config, p.HostModes)
 			}
 		}
 	}
@@ -146,6 +160,26 @@ func capNames(allow []string) []string {
 	return out
 }
 
+// hostModes refuses pid_mode or ipc_mode = "host" that the agent's exec
+// block does not allow. Nomad's exec driver grants both to any job; here
+// they are the operator's to give, because an exec task keeps CAP_SETUID
+// and in the host's pid namespace it reaches every process of the host.
+func (v *validation) hostModes(f, where string, c *TaskConfig, allow *HostModes) {
+	if allow == nil {
+		return
+	}
+	for _, m := range []struct {
+		key, field, val string
+		ok              bool
+	}{{"pid_mode", ".Config.PIDMode", c.PIDMode, allow.PID}, {"ipc_mode", ".Config.IPCMode", c.IPCMode, allow.IPC}} {
+		if m.val == IsolationModeHost && !m.ok {
+			v.Add(f+m.field, "Host mode not allowed",
+				"%s: %s = %q shares the host's namespace with the task, and the agent does not allow it: set exec { allow_%s_host = true } in the agent's configuration to allow it.",
+				where, m.key, m.val, m.key)
+		}
+	}
+}
+
 func (v *validation) hostUser(f, where string, t *Task, p HostPolicy) {
 	var (
 		u    *HostUser
@@ -153,6 +187,17 @@ func (v *validation) hostUser(f, where string, t *Task, p HostPolicy) {
 		what string
 	)
 	switch {
+	case t.User == "" && t.Driver == DriverExec && p.DynamicUsers:
+		return
+	case t.User == "" && t.Driver == DriverExec:
+		if p.LookupUser == nil {
+			return
+		}
+		if u, err = p.LookupUser(DefaultExecUser); err != nil {
+			v.Add(f, "Unknown user", "%s: no user given, and the exec driver's default user %q does not exist on this host: %v.", where, DefaultExecUser, err)
+			return
+		}
+		what = fmt.Sprintf("no user given, so the exec driver's default user %q", DefaultExecUser)
 	case t.User != "":
 		what = fmt.Sprintf("user %q", t.User)
 		if p.LookupUser == nil {

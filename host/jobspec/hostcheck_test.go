@@ -115,6 +115,30 @@ func TestCheckHost(t *testing.T) {
 			want: "cap_add: driver does not allow the following capabilities: net_raw", field: "TaskGroups[0].Tasks[0].Config.CapAdd"},
 		{name: "cap_add inside allow_caps", job: job("exec", "", `cap_add = ["net_raw"]`),
 			policy: HostPolicy{LookupUser: lookup, AllowCaps: []string{"net_raw"}}},
+		// An exec task without user is never the agent's user: it has a
+		// dynamic uid, or it is nobody, who may be denied.
+		{name: "exec with dynamic users is not checked as the agent", job: job("exec", "", ""),
+			policy: HostPolicy{DeniedUIDs: deny("0"), LookupUser: lookup, AgentUser: agent, DynamicUsers: true}},
+		{name: "exec without dynamic users is nobody", job: job("exec", "", ""),
+			policy: HostPolicy{DeniedUIDs: deny("65534"), LookupUser: lookup, AgentUser: agent},
+			want:   `the exec driver's default user "nobody" has uid 65534`, field: "TaskGroups[0].Tasks[0].User"},
+		{name: "go_plugin's user is checked", job: job("go_plugin", `user = "root"`, ""),
+			policy: HostPolicy{DeniedUIDs: deny("0"), LookupUser: lookup},
+			want:   `user "root" has uid 0`, field: "TaskGroups[0].Tasks[0].User"},
+		{name: "go_plugin without user is the agent's user", job: job("go_plugin", "", ""),
+			policy: HostPolicy{DeniedUIDs: deny("0"), LookupUser: lookup, AgentUser: agent},
+			want:   `no user given, so the agent's user "root"`, field: "TaskGroups[0].Tasks[0].User"},
+		{name: "pid_mode host refused", job: job("exec", "", `pid_mode = "host"`),
+			policy: HostPolicy{LookupUser: lookup, HostModes: &HostModes{}},
+			want:   `pid_mode = "host" shares the host's namespace with the task, and the agent does not allow it: set exec { allow_pid_mode_host = true }`,
+			field:  "TaskGroups[0].Tasks[0].Config.PIDMode"},
+		{name: "ipc_mode host refused", job: job("exec", "", `ipc_mode = "host"`),
+			policy: HostPolicy{LookupUser: lookup, HostModes: &HostModes{PID: true}},
+			want:   `allow_ipc_mode_host`, field: "TaskGroups[0].Tasks[0].Config.IPCMode"},
+		{name: "pid_mode host allowed", job: job("exec", "", `pid_mode = "host"`),
+			policy: HostPolicy{LookupUser: lookup, HostModes: &HostModes{PID: true}}},
+		{name: "host modes unchecked without the agent's config", job: job("exec", "", `pid_mode = "host"`),
+			policy: HostPolicy{LookupUser: lookup}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := CheckHost(tc.job, tc.policy)

@@ -26,7 +26,8 @@ const (
 	DriverRawExec = "raw_exec"
 	// DriverExec runs a task as Nomad's exec driver does: a chroot built
 	// from the agent's chroot_env, its own PID and IPC namespaces, a
-	// bounded capability set and, by default, user "nobody".
+	// bounded capability set and, by default, a uid of its own (the
+	// agent's dynamic ids) or "nobody".
 	DriverExec = "exec"
 	// DriverGoPlugin launches an sdk plugin through go-plugin. Under Nomad
 	// the same binary runs with driver raw_exec in standalone mode.
@@ -124,10 +125,11 @@ type Task struct {
 	CSIPluginConfig *TaskCSIPluginConfig
 	VolumeMounts    []*VolumeMount
 
-	// User is the task's `user`: the host user it runs as. For exec it
-	// defaults to "nobody" (Nomad's exec driver); for raw_exec and
-	// go_plugin "" means the agent's own user (Nomad's raw_exec). Whether
-	// the user exists and is allowed is the host's business: CheckHost.
+	// User is the task's `user`: the host user it runs as. "" means, for
+	// exec, the agent's choice (a dynamic uid of its own, else "nobody",
+	// as Nomad's exec driver); for raw_exec and go_plugin, the agent's own
+	// user (Nomad's raw_exec). Whether the user exists and is allowed is
+	// the host's business: CheckHost.
 	User string
 }
 

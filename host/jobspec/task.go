@@ -136,11 +136,10 @@ func decodeTask(d *decoder, g *TaskGroup, block *hcl.Block, f string) *Task {
 		t.VolumeMounts = append(t.VolumeMounts, decodeVolumeMount(d, vb, fieldIndex(f+".VolumeMounts", len(t.VolumeMounts))))
 	}
 	if t.Driver == DriverExec {
-		// Nomad's exec defaults: user "nobody", private PID and IPC
-		// namespaces (the driver's default_pid_mode / default_ipc_mode).
-		if t.User == "" {
-			t.User = DefaultExecUser
-		}
+		// Nomad's exec defaults: private PID and IPC namespaces (the
+		// driver's default_pid_mode / default_ipc_mode). An empty user
+		// stays empty: who such a task runs as is the agent's choice
+		// (a dynamic uid, else nobody), as it is the driver's on Nomad.
 		if t.Config != nil {
 			if t.Config.PIDMode == "" {
 				t.Config.PIDMode = IsolationModePrivate

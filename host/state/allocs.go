@@ -68,6 +68,40 @@ type Alloc struct {
 	ClientStatus  string
 	CreateTime    time.Time
 	ModifyTime    time.Time
+	// IDs are the dynamic ids the allocation holds (host/idpool), nil
+	// for an allocation recorded without them (the range off, or an
+	// older agent).
+	IDs *AllocIDs `json:",omitempty"`
+}
+
+// AllocIDs are an allocation's dynamic ids: they stay its own until its
+// directory is gone.
+type AllocIDs struct {
+	// Group is the gid its tasks share (package allocdir).
+	Group uint32
+	// Users is the uid of each exec task that names no user, by task
+	// name; each is also that task's primary gid.
+	Users map[string]uint32 `json:",omitempty"`
+}
+
+// UserOf is the dynamic uid of task, 0 if it has none.
+func (ids *AllocIDs) UserOf(task string) uint32 {
+	if ids == nil {
+		return 0
+	}
+	return ids.Users[task]
+}
+
+// All lists every id the allocation holds.
+func (ids *AllocIDs) All() []uint32 {
+	if ids == nil {
+		return nil
+	}
+	out := []uint32{ids.Group}
+	for _, u := range ids.Users {
+		out = append(out, u)
+	}
+	return out
 }
 
 // TaskState is a task's lifecycle state.

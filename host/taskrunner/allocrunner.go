@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pluginhost/pluginhost/host/allocdir"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
 )
@@ -90,8 +91,14 @@ func PrepareAlloc(cfg *Config, job *jobspec.Job, version uint64, group string, i
 		DesiredStatus: state.AllocDesiredStatusRun, ClientStatus: state.AllocClientStatusPending,
 		CreateTime: now, ModifyTime: now,
 	}
+	if err := acquireIDs(cfg, a); err != nil {
+		return nil, err
+	}
 	ar, err := newAllocRunner(cfg, a, nil)
 	if err != nil {
+		if cfg.IDs != nil {
+			cfg.IDs.Release(a.ID)
+		}
 		return nil, err
 	}
 	ar.received = make([]*state.TaskEvent, len(ar.tasks))
@@ -99,6 +106,44 @@ func PrepareAlloc(cfg *Config, job *jobspec.Job, version uint64, group string, i
 		ar.received[i] = newEvent(EventReceived, "Task received by the agent")
 	}
 	return ar, nil
+}
+
+// acquireIDs gives a new allocation its dynamic ids: a group, and a uid
+// for each exec task that names no user.
+func acquireIDs(cfg *Config, a *state.Alloc) error {
+	if cfg.IDs == nil {
+		return nil
+	}
+	g := a.Job.Group(a.TaskGroup)
+	if g == nil {
+		return nil // newAllocRunner says why
+	}
+	var users []string
+	for _, t := range g.Tasks {
+		if t.Driver == jobspec.DriverExec && t.User == "" {
+			users = append(users, t.Name)
+		}
+	}
+	ids, err := cfg.IDs.Acquire(a.ID, 1+len(users))
+	if err != nil {
+		return fmt.Errorf("allocation %s: %w", a.ID, err)
+	}
+	a.IDs = &state.AllocIDs{Group: ids[0]}
+	for i, t := range users {
+		if a.IDs.Users == nil {
+			a.IDs.Users = map[string]uint32{}
+		}
+		a.IDs.Users[t] = ids[1+i]
+	}
+	return nil
+}
+
+// Discard gives back what a prepared allocation that will never be
+// recorded holds (its dynamic ids): its transaction failed.
+func (ar *AllocRunner) Discard() {
+	if ar != nil && ar.cfg.IDs != nil {
+		ar.cfg.IDs.Release(ar.id)
+	}
 }
 
 // Record writes a prepared allocation, and each task's Received event and
@@ -147,6 +192,13 @@ func RestoreAllocRunner(cfg *Config, as *state.AllocState) (*AllocRunner, error)
 		return nil, errors.New("taskrunner: restore: allocation record without a job")
 	}
 	a := *as.Alloc
+	if cfg.IDs != nil {
+		// Before any new allocation takes ids: these are in use, by
+		// running tasks or by files in the allocation's directory.
+		if err := cfg.IDs.Hold(a.ID, a.IDs.All()...); err != nil {
+			return nil, fmt.Errorf("allocation %s: %w", a.ID, err)
+		}
+	}
 	return newAllocRunner(cfg, &a, as.Tasks)
 }
 
@@ -204,12 +256,13 @@ func newAllocRunner(cfg *Config, a *state.Alloc, recs map[string]*state.TaskReco
 		taskDir := filepath.Join(ar.allocDir, t.Name)
 		tr.req = &HookRequest{
 			AllocID: a.ID, AllocIndex: a.Index, Job: a.Job, Group: group, Task: t,
+			Owners: owners(a), DynamicUID: a.IDs.UserOf(t.Name),
 			AllocDir: ar.allocDir, SharedDir: filepath.Join(ar.allocDir, "alloc"),
 			LogDir:  filepath.Join(ar.allocDir, "alloc", "logs"),
 			TaskDir: taskDir, LocalDir: filepath.Join(taskDir, "local"), SecretsDir: filepath.Join(taskDir, "secrets"),
 			SocketDir: TaskSocketDir(sockDir, len(ar.tasks)), Logger: tr.logger, runner: tr,
 		}
-		tr.hooks = []Hook{&validateHook{cfg: cfg}, taskDirHook{}, &userHook{cfg: cfg}, &envHook{cfg: cfg}, &cgroupHook{cfg: cfg}, &pluginLogHook{cfg: cfg}, socketHook{}, &logmonHook{cfg: cfg}}
+		tr.hooks = []Hook{&validateHook{cfg: cfg}, &userHook{cfg: cfg}, &taskDirHook{cfg: cfg}, &envHook{cfg: cfg}, &cgroupHook{cfg: cfg}, &pluginLogHook{cfg: cfg}, socketHook{}, &logmonHook{cfg: cfg}}
 		if cfg.ExtraHooks != nil {
 			tr.hooks = append(tr.hooks, cfg.ExtraHooks(tr.req)...)
 		}
@@ -238,6 +291,15 @@ func newAllocRunner(cfg *Config, a *state.Alloc, recs map[string]*state.TaskReco
 		}
 	}
 	return ar, nil
+}
+
+// owners is who owns the allocation's tree: its group, if it has one.
+func owners(a *state.Alloc) allocdir.Owners {
+	chown := os.Geteuid() == 0
+	if a.IDs == nil {
+		return allocdir.NoGroup(chown)
+	}
+	return allocdir.Owners{Group: int(a.IDs.Group), Chown: chown}
 }
 
 // ID is the allocation ID.
@@ -349,7 +411,13 @@ func (ar *AllocRunner) Destroy(ctx context.Context) error {
 	if err := ar.cfg.Store.DeleteAlloc(ar.id); err != nil {
 		errs = append(errs, err)
 	}
-	errs = append(errs, os.RemoveAll(ar.allocDir), os.RemoveAll(ar.socketDir))
+	dirErr := os.RemoveAll(ar.allocDir)
+	errs = append(errs, dirErr, os.RemoveAll(ar.socketDir))
+	if dirErr == nil && ar.cfg.IDs != nil {
+		// Only now: files owned by the allocation's uids are gone with
+		// its directory, so the next holder finds none of them.
+		ar.cfg.IDs.Release(ar.id)
+	}
 	return errors.Join(errs...)
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/pluginhost/pluginhost/host/cgroup"
 	"github.com/pluginhost/pluginhost/host/driver"
+	"github.com/pluginhost/pluginhost/host/idpool"
 	"github.com/pluginhost/pluginhost/host/state"
 )
 
@@ -58,6 +59,11 @@ type Config struct {
 	// UserAllowed, if set, refuses a task user the agent's config denies
 	// (denied_host_uids / denied_host_gids).
 	UserAllowed func(u *driver.User) error
+	// IDs is the dynamic id range (users { dynamic_user_min/max }): an
+	// allocation takes a group and a uid for each exec task without a
+	// user when it is prepared, and gives them back when it is
+	// destroyed. nil: none, exec tasks run as nobody.
+	IDs *idpool.Pool
 
 	// StartTimeout bounds one launch (default 1m).
 	StartTimeout time.Duration

@@ -12,15 +12,12 @@ type socketHook struct{}
 func (socketHook) Name() string { return "socket_dir" }
 
 func (socketHook) Prestart(_ context.Context, req *HookRequest) error {
-	if err := ensureSocketDir(req.SocketDir); err != nil {
+	d, err := openTaskSocketDir(req.SocketDir, req.User)
+	if err != nil {
 		return err
 	}
-	if u := req.User; u != nil {
-		if err := giveSocketDir(req.SocketDir, u.UID, u.GID); err != nil {
-			return err
-		}
-	}
-	removed, err := RemoveStaleSockets(req.SocketDir)
+	defer d.Close()
+	removed, err := removeStaleSockets(d)
 	for _, p := range removed {
 		req.Logger.Info("removed stale socket", "path", p)
 	}

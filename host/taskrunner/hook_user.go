@@ -5,86 +5,85 @@ import (
 	"fmt"
 	"os"
 	"os/user"
-	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
 
-// DefaultExecUser is who an exec task runs as unless it names a `user`,
-// as on Nomad.
-const DefaultExecUser = "nobody"
-
-// userHook resolves the task's `user` and gives that user the directories
-// it must write: local/, secrets/ and the shared alloc/ (1777: open to
-// every user, since tasks of one group may run as different users, but
-// sticky, see Prestart); the socket hook gives it its socket directory. A
-// task without a user runs as the agent's.
+// userHook resolves who the task runs as, before anything is made on disk
+// (the task dir hook gives that user its directories):
+//
+//   - the task's `user`, under any driver;
+//   - for an exec task without one, the uid its allocation holds for it
+//     (the dynamic range), else nobody;
+//   - for a raw_exec or go_plugin task without one, nil: the agent's user.
+//
+// A task with a user of its own also gets the allocation's group, which
+// opens the allocation's shared directory to it (package allocdir).
 type userHook struct{ cfg *Config }
 
 func (h *userHook) Name() string { return "user" }
 
 func (h *userHook) Prestart(_ context.Context, req *HookRequest) error {
-	name := req.Task.User
-	if name == "" && req.Task.Driver == jobspec.DriverExec {
-		name = DefaultExecUser
-	}
 	req.User = nil
-	if name == "" {
-		return nil
-	}
-	u, err := LookupUser(name)
+	u, err := h.resolve(req)
 	if err != nil {
-		return Fatal(fmt.Errorf("task %q: user: %w", req.Task.Name, err))
+		return err
 	}
-	if h.cfg.UserAllowed != nil {
-		if err := h.cfg.UserAllowed(u); err != nil {
-			return Fatal(fmt.Errorf("task %q: user %q: %w", req.Task.Name, name, err))
-		}
+	if u == nil {
+		return h.agentAllowed(req)
 	}
-	for _, d := range []string{req.LocalDir, req.SecretsDir} {
-		if err := os.Chown(d, int(u.UID), int(u.GID)); err != nil {
-			return fmt.Errorf("give %s to user %q: %w", d, name, err)
-		}
-		// The user's own: other local users, other tasks' users among
-		// them, read none of it (the directories above are 0711).
-		if err := os.Chmod(d, 0o700); err != nil {
-			return fmt.Errorf("give %s to user %q: %w", d, name, err)
-		}
-	}
-	// Sticky, unlike Nomad's 0777: alloc/logs is the agent's, and its
-	// log shipper writes there as root. A task that could rename it and
-	// put a symlink in its place would have root create and fill files
-	// in any directory of the host (and the task dir hook chmod it).
-	if err := os.Chmod(req.SharedDir, 0o777|os.ModeSticky); err != nil {
-		return fmt.Errorf("open the shared alloc dir to user %q: %w", name, err)
-	}
-	// The user must get through data_dir to its task directory (0711:
-	// through, not listing), as Nomad's allocation root is; what is above
-	// data_dir is the operator's.
-	for p := req.AllocDir; ; p = filepath.Dir(p) {
-		if err := searchable(p); err != nil {
-			return fmt.Errorf("let user %q reach its task directory: %w", name, err)
-		}
-		if p == h.cfg.DataDir || p == filepath.Dir(p) {
-			break
-		}
+	if g := req.Owners.Group; g >= 0 && uint32(g) != u.GID && !slices.Contains(u.Groups, uint32(g)) {
+		u.Groups = append(slices.Clone(u.Groups), uint32(g))
 	}
 	req.User = u
 	return nil
 }
 
-// searchable adds search permission for everyone to dir.
-func searchable(dir string) error {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return err
+// agentAllowed holds a task that runs as the agent's user to the denied
+// ids too: the agent's user may be denied (denied_host_uids = "0" with the
+// agent running as root refuses every such task).
+func (h *userHook) agentAllowed(req *HookRequest) error {
+	if h.cfg.UserAllowed == nil {
+		return nil
 	}
-	if m := fi.Mode().Perm(); m&0o011 != 0o011 {
-		return os.Chmod(dir, m|0o011)
+	me := &driver.User{UID: uint32(os.Geteuid()), GID: uint32(os.Getegid())}
+	if gs, err := os.Getgroups(); err == nil {
+		for _, g := range gs {
+			me.Groups = append(me.Groups, uint32(g))
+		}
+	}
+	if err := h.cfg.UserAllowed(me); err != nil {
+		return Fatal(fmt.Errorf("task %q: no user given, so the agent's user: %w", req.Task.Name, err))
 	}
 	return nil
+}
+
+func (h *userHook) resolve(req *HookRequest) (*driver.User, error) {
+	name := req.Task.User
+	switch {
+	case name == "" && req.Task.Driver != jobspec.DriverExec:
+		return nil, nil
+	case name == "" && req.DynamicUID != 0:
+		// No entry in the user database: no name, no home (the env
+		// hook makes HOME the task's own directory). The agent's
+		// config keeps the range clear of denied ids.
+		return &driver.User{UID: req.DynamicUID, GID: req.DynamicUID}, nil
+	case name == "":
+		name = jobspec.DefaultExecUser
+	}
+	u, err := LookupUser(name)
+	if err != nil {
+		return nil, Fatal(fmt.Errorf("task %q: user: %w", req.Task.Name, err))
+	}
+	if h.cfg.UserAllowed != nil {
+		if err := h.cfg.UserAllowed(u); err != nil {
+			return nil, Fatal(fmt.Errorf("task %q: user %q: %w", req.Task.Name, name, err))
+		}
+	}
+	return u, nil
 }
 
 // LookupUser resolves a user name (or a numeric uid) to the ids a task runs

@@ -2,60 +2,82 @@ package taskrunner
 
 import (
 	"context"
+	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"syscall"
+	"strings"
+	"slices"
 	"testing"
 
+	"github.com/pluginhost/pluginhost/host/allocdir"
+	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 )
 
-// The shared alloc/ is open to every task's user, but a task cannot move
-// aside or replace what it does not own there: alloc/logs, where the
-// agent's log shipper writes as root, cannot become a symlink to a
-// directory of the host's.
-func TestUserHookSharedDirSticky(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("giving directories to a user needs root")
+// Who a task runs as: its user, its dynamic uid, nobody, or the agent;
+// with a user of its own it also holds the allocation's group.
+func TestUserHookResolves(t *testing.T) {
+	const group = 80000
+	cases := []struct {
+		name, driver, user string
+		dynamic           uint32
+		owners            allocdir.Owners
+		wantUID           uint32
+		wantNil           bool
+		wantGroup         bool
+	}{
+		{"exec with a dynamic uid", jobspec.DriverExec, "", 80001, allocdir.Owners{Group: group}, 80001, false, true},
+		{"exec without range runs as nobody", jobspec.DriverExec, "", 0, allocdir.NoGroup(true), 65534, false, false},
+		{"exec with a user", jobspec.DriverExec, "nobody", 80001, allocdir.Owners{Group: group}, 65534, false, true},
+		{"raw_exec with a user", jobspec.DriverRawExec, "nobody", 0, allocdir.Owners{Group: group}, 65534, false, true},
+		{"go_plugin with a user", jobspec.DriverGoPlugin, "nobody", 0, allocdir.Owners{Group: group}, 65534, false, true},
+		{"raw_exec without a user is the agent's", jobspec.DriverRawExec, "", 0, allocdir.Owners{Group: group}, 0, true, false},
 	}
-	data := t.TempDir()
-	// The parents of data_dir are the operator's to open (t.TempDir's is
-	// 0700).
-	if err := os.Chmod(filepath.Dir(data), 0o711); err != nil {
-		t.Fatal(err)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req := &HookRequest{Task: &jobspec.Task{Name: "t", Driver: c.driver, User: c.user}, Owners: c.owners, DynamicUID: c.dynamic}
+			if err := (&userHook{cfg: &Config{}}).Prestart(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			if c.wantNil {
+				if req.User != nil {
+					t.Fatalf("user %+v, want the agent's (nil)", req.User)
+				}
+				return
+			}
+			if req.User == nil || req.User.UID != c.wantUID {
+				t.Fatalf("user %+v, want uid %d", req.User, c.wantUID)
+			}
+			if got := slices.Contains(req.User.Groups, group); got != c.wantGroup {
+				t.Fatalf("groups %v: has the allocation's group %v, want %v", req.User.Groups, got, c.wantGroup)
+			}
+		})
 	}
-	alloc := filepath.Join(data, "alloc", "a1")
-	req := &HookRequest{
-		Task:     &jobspec.Task{Name: "web", Driver: jobspec.DriverExec},
-		AllocDir: alloc, SharedDir: filepath.Join(alloc, "alloc"), LogDir: filepath.Join(alloc, "alloc", "logs"),
-		TaskDir: filepath.Join(alloc, "web"), LocalDir: filepath.Join(alloc, "web", "local"),
-		SecretsDir: filepath.Join(alloc, "web", "secrets"),
+}
+
+// A denied user is refused, and the refusal is fatal: no restart helps.
+func TestUserHookDenied(t *testing.T) {
+	req := &HookRequest{Task: &jobspec.Task{Name: "t", Driver: jobspec.DriverRawExec, User: "nobody"}, Owners: allocdir.NoGroup(true)}
+	cfg := &Config{UserAllowed: func(*driver.User) error { return errors.New("denied by denied_host_uids") }}
+	err := (&userHook{cfg: cfg}).Prestart(context.Background(), req)
+	if err == nil || !IsFatal(err) || req.User != nil {
+		t.Fatalf("denied user: %v (fatal %v), user %+v", err, IsFatal(err), req.User)
 	}
-	if err := (taskDirHook{}).Prestart(context.Background(), req); err != nil {
-		t.Fatal(err)
-	}
-	if err := (&userHook{cfg: &Config{DataDir: data}}).Prestart(context.Background(), req); err != nil {
-		t.Fatal(err)
-	}
-	if req.User == nil || req.User.Name != DefaultExecUser {
-		t.Fatalf("user %+v, want %s", req.User, DefaultExecUser)
-	}
-	fi, err := os.Stat(req.SharedDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Mode().Perm() != 0o777 || fi.Mode()&os.ModeSticky == 0 {
-		t.Fatalf("alloc/ mode %v, want drwxrwxrwt", fi.Mode())
-	}
-	mv := exec.Command("/bin/mv", req.LogDir, req.LogDir+".old")
-	mv.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: req.User.UID, Gid: req.User.GID}}
-	if out, err := mv.CombinedOutput(); err == nil {
-		t.Fatalf("%s moved the agent's alloc/logs aside:\n%s", req.User.Name, out)
-	}
-	touch := exec.Command("/bin/touch", filepath.Join(req.SharedDir, "shared-file"))
-	touch.SysProcAttr = mv.SysProcAttr
-	if out, err := touch.CombinedOutput(); err != nil {
-		t.Fatalf("%s cannot create a file in alloc/: %v\n%s", req.User.Name, err, out)
+}
+
+// A task without a user runs as the agent's, which the denied ids may
+// name: it is refused at launch too (a job recorded before the
+// configuration changed).
+func TestUserHookDeniesTheAgentsUser(t *testing.T) {
+	req := &HookRequest{Task: &jobspec.Task{Name: "t", Driver: jobspec.DriverGoPlugin}, Owners: allocdir.NoGroup(true)}
+	me := uint32(os.Geteuid())
+	cfg := &Config{UserAllowed: func(u *driver.User) error {
+		if u.UID == me {
+			return errors.New("running as the agent's uid is disallowed")
+		}
+		return nil
+	}}
+	err := (&userHook{cfg: cfg}).Prestart(context.Background(), req)
+	if err == nil || !IsFatal(err) || !strings.Contains(err.Error(), "no user given, so the agent's user") {
+		t.Fatalf("agent's user denied: %v", err)
 	}
 }

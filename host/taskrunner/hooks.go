@@ -6,9 +6,12 @@ import (
 	"os"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/pluginhost/pluginhost/host/allocdir"
 	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/logmon"
+	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
 // Hook is one concern around a task's life. A hook implements Name and any
@@ -58,6 +61,12 @@ type HookRequest struct {
 	Job        *jobspec.Job
 	Group      *jobspec.TaskGroup
 	Task       *jobspec.Task
+
+	// Owners is who owns the allocation's tree (its group, if any).
+	Owners allocdir.Owners
+	// DynamicUID is the uid the allocation holds for this task (an exec
+	// task that names no user), 0 for none.
+	DynamicUID uint32
 
 	AllocDir   string // <data_dir>/alloc/<id>
 	SharedDir  string // <alloc dir>/alloc
@@ -131,5 +140,7 @@ func Fatal(err error) error {
 // IsFatal reports whether err was marked with Fatal.
 func IsFatal(err error) bool {
 	var f *fatalError
-	return errors.As(err, &f) || errors.Is(err, driver.ErrChecksumMismatch)
+	// A path a task tampered with stays so at the next launch: refusing
+	// it again would only spend the restart policy.
+	return errors.As(err, &f) || errors.Is(err, driver.ErrChecksumMismatch) || errors.Is(err, beneath.ErrUnsafe)
 }

@@ -1,18 +1,21 @@
 package taskrunner
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 	"time"
 
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/driver"
+	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
 // MaxSocketPath is the unix socket path limit, defined once for the host
@@ -77,81 +80,158 @@ func unixWritable(dir string) bool {
 	return syscall.Access(dir, 2 /* W_OK */) == nil
 }
 
-// ensureSocketDir creates dir 0700 with its parents, and insists that the
-// final directory is ours alone whatever the umask. The sockets in it are
-// made 0600 once bound (driver.TightenSocket); a task with a user gets the
-// directory as its own from giveSocketDir.
-func ensureSocketDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("socket dir: %w", err)
+// openTaskSocketDir makes (or sets right) a task's socket directory and
+// returns it opened: <root>/<alloc> is root's 0711 (search, not list),
+// <root>/<alloc>/t<i> the task user's (or root's) 0700. Everything is made
+// beneath the socket root without following a link: the task owns t<i>,
+// and the fallback roots live in shared directories (see openSocketRoot).
+// With a user of its own the task must get through the directories above
+// its socket, so they are made searchable.
+func openTaskSocketDir(dir string, u *driver.User) (*beneath.Dir, error) {
+	allocDir := filepath.Dir(dir)
+	root, err := openSocketRoot(filepath.Dir(allocDir))
+	if err != nil {
+		return nil, err
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return fmt.Errorf("socket dir: %w", err)
+	defer root.Close()
+	ad, err := root.MkdirAll(filepath.Base(allocDir), 0o711)
+	if err != nil {
+		return nil, fmt.Errorf("socket dir: %w", err)
 	}
-	return nil
+	defer ad.Close()
+	if err := ad.Chmod(0o711); err != nil {
+		return nil, fmt.Errorf("socket dir: %w", err)
+	}
+	td, err := ad.MkdirAll(filepath.Base(dir), 0o700)
+	if err != nil {
+		return nil, fmt.Errorf("socket dir: %w", err)
+	}
+	uid, gid := os.Geteuid(), os.Getegid()
+	if u != nil {
+		uid, gid = int(u.UID), int(u.GID)
+	}
+	err = td.Chown(uid, gid)
+	if err == nil {
+		err = td.Chmod(0o700)
+	}
+	if err == nil && u != nil {
+		err = searchable(root)
+	}
+	if err != nil {
+		_ = td.Close()
+		return nil, fmt.Errorf("socket dir: %w", err)
+	}
+	return td, nil
 }
 
-// socketDirDepth is how many directories above a task's socket directory
-// the agent made: <allocation>/, the agent's socket root, and the shared
-// root above it (see SocketRoot).
-const socketDirDepth = 3
-
-// giveSocketDir makes a task's socket directory its user's (still 0700),
-// and lets that user through the directories above it (0711: search, not
-// list), so the task reaches its own socket and no other task's.
-func giveSocketDir(dir string, uid, gid uint32) error {
-	if err := os.Chown(dir, int(uid), int(gid)); err != nil {
-		return fmt.Errorf("socket dir: %w", err)
+// openSocketRoot opens the root of the socket directories, making it if
+// missing. Its parent is the agent's (the data dir, or /run/pluginhost,
+// which only root can write) or a shared one ($TMPDIR, where any local
+// user could have made the directory first): so the root is made beneath
+// its parent without following a link, and refused unless it is the
+// agent's own and nobody else may write into it.
+func openSocketRoot(root string) (*beneath.Dir, error) {
+	parent := filepath.Dir(root)
+	if err := os.MkdirAll(parent, 0o711); err != nil {
+		return nil, fmt.Errorf("socket root: %w", err)
 	}
-	p := dir
-	for range socketDirDepth {
-		p = filepath.Dir(p)
-		if err := searchable(p); err != nil {
-			return fmt.Errorf("socket dir: %w", err)
-		}
+	top, err := beneath.Open(parent)
+	if err != nil {
+		return nil, fmt.Errorf("socket root: %w", err)
 	}
-	return nil
+	defer top.Close()
+	d, err := top.MkdirAll(filepath.Base(root), 0o711)
+	if err != nil {
+		return nil, fmt.Errorf("socket root: %w", err)
+	}
+	st, err := d.Stat()
+	if err == nil && (int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0) {
+		err = fmt.Errorf("socket root %s is owned by uid %d with mode %#o: it must be this agent's (uid %d) and writable by nobody else; remove it or set plugin { socket_dir }",
+			root, st.Uid, st.Mode&0o7777, os.Geteuid())
+	}
+	if err == nil && parent == sharedRunRoot {
+		// Tasks with a user pass through /run/pluginhost too.
+		err = searchable(top)
+	}
+	if err != nil {
+		_ = d.Close()
+		return nil, err
+	}
+	return d, nil
 }
+
+// sharedRunRoot holds root's fallback socket roots, one per data dir.
+const sharedRunRoot = "/run/pluginhost"
 
 // RemoveStaleSockets removes every unix socket under dir (two levels deep,
 // which covers go-plugin's plugin-dir*/plugin*) that refuses connections:
 // a socket nobody listens on was left by a process that died, and a new
 // launch must not find it. Emptied go-plugin directories go too.
 func RemoveStaleSockets(dir string) ([]string, error) {
+	d, err := beneath.Open(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return removeStaleSockets(d)
+}
+
+// removeStaleSockets is RemoveStaleSockets on an opened directory, which
+// the task owns: nothing below it is followed, and a socket is dialled
+// through its own descriptor (beneath.Dir.DialUnix) to see whether
+// anything listens.
+func removeStaleSockets(d *beneath.Dir) ([]string, error) {
 	var removed []string
 	var errs []error
-	var walk func(d string, depth int)
-	walk = func(d string, depth int) {
-		ents, err := os.ReadDir(d)
+	var walk func(rel string, depth int)
+	walk = func(rel string, depth int) {
+		names, err := d.Names(rel)
 		if err != nil {
 			if !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
 			}
 			return
 		}
-		for _, e := range ents {
-			p := filepath.Join(d, e.Name())
-			switch {
-			case e.IsDir() && depth < 2:
-				walk(p, depth+1)
-				if depth == 1 {
-					_ = os.Remove(p) // only succeeds when empty
+		for _, n := range names {
+			p := n
+			if rel != "." {
+				p = rel + "/" + n
+			}
+			st, err := d.Lstat(p)
+			if err != nil {
+				continue
+			}
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFDIR:
+				if depth < 2 {
+					walk(p, depth+1)
+					if depth == 1 {
+						_ = d.Remove(p) // only succeeds when empty
+					}
 				}
-			case e.Type()&os.ModeSocket != 0 && !listening(p):
-				if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			case unix.S_IFSOCK:
+				if listening(d, p) {
+					continue
+				}
+				if err := d.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 					errs = append(errs, err)
 					continue
 				}
-				removed = append(removed, p)
+				removed = append(removed, filepath.Join(d.Name(), p))
 			}
 		}
 	}
-	walk(dir, 1)
+	walk(".", 1)
 	return removed, errors.Join(errs...)
 }
 
-func listening(path string) bool {
-	c, err := net.DialTimeout("unix", path, time.Second)
+func listening(d *beneath.Dir, rel string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	c, err := d.DialUnix(ctx, rel)
 	if err != nil {
 		// Only refusal proves death; a busy listener (EAGAIN) is alive.
 		return !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT)

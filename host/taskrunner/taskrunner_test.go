@@ -56,8 +56,13 @@ func TestRunLayoutEnvAndStop(t *testing.T) {
 	if fi, _ := os.Stat(filepath.Join(allocDir, "web/secrets")); fi.Mode().Perm() != 0o700 {
 		t.Fatalf("secrets dir mode %v", fi.Mode().Perm())
 	}
-	if fi, err := os.Stat(ar.SocketDir()); err != nil || fi.Mode().Perm() != 0o700 {
-		t.Fatalf("socket dir %s: %v", ar.SocketDir(), err)
+	// The allocation's socket directory is passed through (0711), the
+	// task's own is its alone (0700).
+	if fi, err := os.Stat(ar.SocketDir()); err != nil || fi.Mode().Perm() != 0o711 {
+		t.Fatalf("socket dir %s: %v (%v)", ar.SocketDir(), fi.Mode(), err)
+	}
+	if fi, err := os.Stat(TaskSocketDir(ar.SocketDir(), 0)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("task socket dir: %v (%v)", fi.Mode(), err)
 	}
 
 	env := map[string]string{}

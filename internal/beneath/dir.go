@@ -189,3 +189,24 @@ func (d *Dir) parent(rel string) (*Dir, string, error) {
 	}
 	return p, es[len(es)-1], nil
 }
+
+// FileMode is the os.FileMode of a kernel mode's permission and special
+// bits (its type bits are dropped), the inverse of what Chmod takes.
+func FileMode(mode uint32) os.FileMode {
+	m := os.FileMode(mode & 0o777)
+	if mode&unix.S_ISUID != 0 {
+		m |= os.ModeSetuid
+	}
+	if mode&unix.S_ISGID != 0 {
+		m |= os.ModeSetgid
+	}
+	if mode&unix.S_ISVTX != 0 {
+		m |= os.ModeSticky
+	}
+	return m
+}
+
+// ProcPath is /proc/self/fd/N of the directory's descriptor: a name that
+// reaches exactly this directory, in this process, as long as d is open
+// (a mount source or target, say).
+func (d *Dir) ProcPath() string { return fdPath(d.fd()) }
