@@ -48,7 +48,9 @@ func Build(dataDir, allocID string, o Owners) error {
 	return o.apply(dataDir, []entry{
 		{AllocsDir, 0, 0, 0o711, 0o711},
 		{filepath.Join(AllocsDir, id), 0, o.Group, 0o710, 0o711},
-		{filepath.Join(AllocsDir, id, SharedDir), 0, o.Group, 0o770 | os.ModeSetgid, 0o777 | os.ModeSticky},
+		// Sticky: a task may not rename or replace what it does not
+		// own there, logs/ above all (see the package doc).
+		{filepath.Join(AllocsDir, id, SharedDir), 0, o.Group, 0o770 | os.ModeSetgid | os.ModeSticky, 0o777 | os.ModeSticky},
 		{filepath.Join(AllocsDir, id, SharedDir, LogDir), 0, o.Group, 0o750 | os.ModeSetgid, 0o700},
 	})
 }

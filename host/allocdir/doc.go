@@ -13,7 +13,8 @@
 //
 //	<data_dir>/alloc             root    0711  every allocation's user passes
 //	  <alloc id>/                root:G  0710  only the allocation's tasks pass
-//	    alloc/                   root:G  2770  NOMAD_ALLOC_DIR, shared by the tasks; new files get group G
+//	    alloc/                   root:G  3770  NOMAD_ALLOC_DIR, shared by the tasks; new files get
+//	                                           group G; sticky, so no task renames what is not its own
 //	      logs/                  root:G  2750  written by the log shipper only; tasks read
 //	        <task>.stdout.N      root:G  0640
 //	    <task>/                  root:G  0750  an exec task's root ("/" must be readable)
@@ -25,7 +26,8 @@
 // task that runs as the agent's user. Tasks of an exec driver see alloc/
 // at /alloc and alloc/logs read-only at /alloc/logs (package nsexec), as
 // on Nomad since 2.0.1; raw_exec tasks cannot write logs/ either (it is
-// root's, and they hold no capability).
+// root's, and they hold no capability), nor move it aside and put a link
+// in its place (alloc/ is sticky).
 //
 // Without G (the dynamic range turned off, an agent that is not root, or
 // an allocation recorded before there were ranges) the modes are Nomad's,

@@ -70,7 +70,7 @@ func TestTaskDirLayout(t *testing.T) {
 	}{
 		{filepath.Join(data, "alloc"), 0, 0, os.ModeDir | 0o711},
 		{req.AllocDir, 0, testGroup, os.ModeDir | 0o710},
-		{req.SharedDir, 0, testGroup, os.ModeDir | os.ModeSetgid | 0o770},
+		{req.SharedDir, 0, testGroup, os.ModeDir | os.ModeSetgid | os.ModeSticky | 0o770},
 		{req.LogDir, 0, testGroup, os.ModeDir | os.ModeSetgid | 0o750},
 		{req.TaskDir, 0, testGroup, os.ModeDir | 0o750},
 		{req.LocalDir, testTaskUID, testTaskUID, os.ModeDir | 0o700},
@@ -142,6 +142,10 @@ func TestTaskDirKeepsOthersOut(t *testing.T) {
 	if out, ok := runAs(t, testTaskUID, testTaskUID, task, "echo x >> "+log); ok {
 		t.Errorf("the task could write its log file:\n%s", out)
 	}
+	// Nor move the log directory aside to put a link in its place.
+	if out, ok := runAs(t, testTaskUID, testTaskUID, task, "mv "+req.LogDir+" "+req.LogDir+".old"); ok {
+		t.Errorf("the task moved alloc/logs aside:\n%s", out)
+	}
 	// A file the task makes in the shared dir is the allocation's group's.
 	fi, err := os.Stat(filepath.Join(req.SharedDir, "x"))
 	if err != nil || fi.Sys().(*syscall.Stat_t).Gid != testGroup {
@@ -209,7 +213,7 @@ func TestTaskDirModesSetAgain(t *testing.T) {
 	if fi, _ := os.Stat(req.LocalDir); fi.Mode().Perm() != 0o700 {
 		t.Fatalf("local/ left %v", fi.Mode())
 	}
-	if fi, _ := os.Stat(req.SharedDir); fi.Mode() != os.ModeDir|os.ModeSetgid|0o770 {
+	if fi, _ := os.Stat(req.SharedDir); fi.Mode() != os.ModeDir|os.ModeSetgid|os.ModeSticky|0o770 {
 		t.Fatalf("alloc/ left %v", fi.Mode())
 	}
 }
