@@ -2,14 +2,16 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
+	"io/fs"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/pluginhost/pluginhost/api"
+	"github.com/pluginhost/pluginhost/host/allocdir"
 	apiserver "github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/logmon"
@@ -48,10 +50,17 @@ func (a *Agent) AllocLogs(ctx context.Context, allocID, task string, stderr, fol
 	if stderr {
 		stream = "stderr"
 	}
-	dir := filepath.Join(ar.AllocDir(), "alloc", "logs")
-	base := task + "." + stream + "."
-
-	tail := &logmon.Tail{Dir: dir, Base: base, W: w}
+	// Beneath the data dir, through no link: the log directory lies in
+	// the allocation's shared directory, which its tasks write.
+	dir, err := allocdir.OpenLogs(a.cfg.DataDir, ar.ID())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("logs of allocation %s: %w", ar.ID(), err)
+	}
+	defer dir.Close()
+	tail := &logmon.Tail{Dir: dir, Base: task + "." + stream + ".", W: w}
 	for {
 		if err := tail.CopyAvailable(); err != nil {
 			return err

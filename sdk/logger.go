@@ -32,7 +32,7 @@ func NewLogger(name string) hclog.Logger {
 	sinks := &fanout{}
 	var problems []string
 	if path := os.Getenv(EnvLogFile); path != "" {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+		f, err := openLogFile(path)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("open log file %s: %v", path, err))
 		} else {

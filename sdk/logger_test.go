@@ -60,3 +60,39 @@ func TestNewLoggerDefaultsAndBadFile(t *testing.T) {
 	}
 	l.Info("still logs to stderr") // must not panic with no file
 }
+
+// A plugin running as root never appends through a link planted at its
+// log file's name, nor to a second name of another file: the host file
+// stays as it was and the plugin logs to stderr only.
+func TestNewLoggerRefusesPlantedLogFile(t *testing.T) {
+	for _, plant := range []string{"symlink", "hard link", "dangling symlink"} {
+		t.Run(plant, func(t *testing.T) {
+			dir := t.TempDir()
+			host := filepath.Join(t.TempDir(), "passwd")
+			if err := os.WriteFile(host, []byte("root:x:0:0::/root:/bin/sh\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "plugin.log")
+			var err error
+			switch plant {
+			case "symlink":
+				err = os.Symlink(host, path)
+			case "hard link":
+				err = os.Link(host, path)
+			case "dangling symlink":
+				err = os.Symlink(filepath.Join(filepath.Dir(host), "new-file"), path)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv(EnvLogFile, path)
+			NewLogger("demo").Warn("evil:x:0:0::/:/bin/sh")
+			if b, _ := os.ReadFile(host); string(b) != "root:x:0:0::/root:/bin/sh\n" {
+				t.Fatalf("the host file was written through the log file: %q", b)
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(host), "new-file")); err == nil {
+				t.Fatal("a file was created through the dangling link")
+			}
+		})
+	}
+}

@@ -11,7 +11,7 @@ import (
 func BenchmarkLaunch(b *testing.B) {
 	for _, mode := range []string{"spawn", "start"} {
 		b.Run(mode, func(b *testing.B) {
-			cfg := Config{Command: []string{shipper}, Dir: b.TempDir(), Task: "web", MaxFiles: 2, MaxFileSize: 1 << 20}
+			cfg := Config{Command: []string{shipper}, Dir: openLogs(b, b.TempDir()), Task: "web", MaxFiles: 2, MaxFileSize: 1 << 20}
 			ctx := context.Background()
 			for b.Loop() {
 				var p *Process

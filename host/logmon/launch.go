@@ -10,17 +10,23 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
 // Config says how to start a shipper for one task.
 type Config struct {
 	// Command is the shipper's argv prefix, normally
 	// [<pluginhost binary>, "logmon"]; Start appends the flags.
-	Command     []string
-	Dir         string
+	Command []string
+	// Dir is the log directory, opened (allocdir.OpenLogs); the shipper
+	// gets the descriptor, not the path. The caller keeps and closes it.
+	Dir         *beneath.Dir
 	Task        string
 	MaxFiles    int
 	MaxFileSize int64
+	// FileMode is the mode of the files the shipper creates (0 is 0640).
+	FileMode os.FileMode
 }
 
 // Process is a started shipper. The task gets Stdout and Stderr; the caller
@@ -115,13 +121,22 @@ func Spawn(cfg Config) (*Process, error) {
 		closeAll()
 		return nil, fmt.Errorf("logmon pipe: %w", err)
 	}
+	if cfg.Dir == nil {
+		closeAll()
+		return nil, errors.New("logmon: no log directory")
+	}
+	mode := cfg.FileMode.Perm()
+	if mode == 0 {
+		mode = 0o640
+	}
 	args := append(append([]string{}, cfg.Command[1:]...),
-		"-dir", cfg.Dir, "-task", cfg.Task,
+		"-dir", cfg.Dir.Name(), "-task", cfg.Task,
 		"-max-files", strconv.Itoa(cfg.MaxFiles),
-		"-max-file-size", strconv.FormatInt(cfg.MaxFileSize, 10))
+		"-max-file-size", strconv.FormatInt(cfg.MaxFileSize, 10),
+		"-file-mode", "0"+strconv.FormatUint(uint64(mode), 8))
 	cmd := exec.Command(cfg.Command[0], args...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
-	cmd.ExtraFiles = []*os.File{outR, errR, readyW}
+	cmd.ExtraFiles = []*os.File{outR, errR, readyW, cfg.Dir.File()}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		closeAll()
@@ -145,13 +160,23 @@ func Spawn(cfg Config) (*Process, error) {
 		defer close(p.ready)
 		defer readyR.Close()
 		s, _ := bufio.NewReader(readyR).ReadString('\n')
-		switch s = strings.TrimSpace(s); s {
-		case "ok":
-		case "":
+		switch s = strings.TrimSpace(s); {
+		case s == "ok":
+		case s == "":
 			p.readyErr = fmt.Errorf("logmon for %s: exited before it was ready", cfg.Task)
+		case strings.HasPrefix(s, unsafePrefix+": "):
+			p.readyErr = fmt.Errorf("logmon for %s: %w", cfg.Task, refusal(strings.TrimPrefix(s, unsafePrefix+": ")))
 		default:
 			p.readyErr = fmt.Errorf("logmon for %s: %s", cfg.Task, s)
 		}
 	}()
 	return p, nil
 }
+
+// refusal is the shipper's refusal of a log file, as it reported it: an
+// error matching beneath.ErrUnsafe, so that the task fails rather than
+// restarting into the same refusal.
+type refusal string
+
+func (r refusal) Error() string        { return string(r) }
+func (r refusal) Is(target error) bool { return target == beneath.ErrUnsafe }

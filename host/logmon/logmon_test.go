@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
 var shipper string
@@ -50,7 +52,7 @@ func files(t *testing.T, dir, prefix string) []string {
 
 func TestRotatorCapsSizeAndCount(t *testing.T) {
 	dir := t.TempDir()
-	r, err := NewRotator(dir, "web.stdout", 3, 100)
+	r, err := NewRotator(openLogs(t, dir), "web.stdout", 3, 100, 0o640)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +77,7 @@ func TestRotatorCapsSizeAndCount(t *testing.T) {
 		}
 	}
 	// A restarted shipper continues the series instead of overwriting .0.
-	r2, err := NewRotator(dir, "web.stdout", 3, 100)
+	r2, err := NewRotator(openLogs(t, dir), "web.stdout", 3, 100, 0o640)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +88,8 @@ func TestRotatorCapsSizeAndCount(t *testing.T) {
 }
 
 func TestRotatorRejectsBadLimits(t *testing.T) {
-	if _, err := NewRotator(t.TempDir(), "x", 0, 10); err == nil {
+	if _, err := NewRotator(openLogs(t, t.TempDir()), "x", 0, 10, 0o640); err == nil {
 		t.Fatal("max files 0 accepted")
-	}
-	if _, err := NewRotator(filepath.Join(t.TempDir(), "missing"), "x", 1, 10); err == nil {
-		t.Fatal("missing dir accepted")
 	}
 }
 
@@ -100,7 +99,7 @@ func TestShipperProcess(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	p, err := Start(ctx, Config{Command: []string{shipper}, Dir: dir, Task: "web", MaxFiles: 2, MaxFileSize: 1000})
+	p, err := Start(ctx, Config{Command: []string{shipper}, Dir: openLogs(t, dir), Task: "web", MaxFiles: 2, MaxFileSize: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,13 +129,112 @@ func TestShipperProcess(t *testing.T) {
 	}
 }
 
-func TestShipperReportsBadDir(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	_, err := Start(ctx, Config{Command: []string{shipper}, Dir: "/nonexistent/logs", Task: "web", MaxFiles: 2, MaxFileSize: 1000})
-	if err == nil || !strings.Contains(err.Error(), "log dir") {
-		t.Fatalf("Start with a missing dir = %v, want the shipper's error", err)
+// A shipper whose newest file is a planted link refuses to start, and
+// says which file: the caller fails the task rather than restarting it
+// into the same refusal. The link's target is untouched.
+func TestShipperRefusesPlantedNewestFile(t *testing.T) {
+	for _, plant := range []string{"symlink", "dangling symlink", "hard link", "directory symlink"} {
+		t.Run(plant, func(t *testing.T) {
+			dir := t.TempDir()
+			host := t.TempDir()
+			target := filepath.Join(host, "passwd")
+			if err := os.WriteFile(target, []byte("root:x:0:0\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			writeLog(t, dir, "web.stdout.0", "old\n")
+			at := filepath.Join(dir, "web.stdout.1")
+			var err error
+			switch plant {
+			case "symlink":
+				err = os.Symlink(target, at)
+			case "dangling symlink":
+				err = os.Symlink(filepath.Join(host, "new"), at)
+			case "hard link":
+				err = os.Link(target, at)
+			case "directory symlink":
+				err = os.Symlink(host, at)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, err = Start(ctx, Config{Command: []string{shipper}, Dir: openLogs(t, dir), Task: "web", MaxFiles: 2, MaxFileSize: 1000})
+			if !errors.Is(err, beneath.ErrUnsafe) || !strings.Contains(err.Error(), at) {
+				t.Fatalf("Start = %v, want a refusal naming %s", err, at)
+			}
+			if b, _ := os.ReadFile(target); string(b) != "root:x:0:0\n" {
+				t.Fatalf("target written: %q", b)
+			}
+			if ents, _ := os.ReadDir(host); len(ents) != 1 {
+				t.Fatalf("something was created in the host dir: %v", ents)
+			}
+		})
 	}
+}
+
+// Links planted at every index a rotation will reach are skipped, never
+// written through; the stream says so; old links are removed by name.
+func TestRotatorSkipsPlantedRotationTargets(t *testing.T) {
+	dir := t.TempDir()
+	host := t.TempDir()
+	target := filepath.Join(host, "shadow")
+	if err := os.WriteFile(target, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logs := openLogs(t, dir)
+	r, err := NewRotator(logs, "web.stderr", 3, 1000, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		if err := os.Symlink(target, filepath.Join(dir, fmt.Sprintf("web.stderr.%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(target, filepath.Join(dir, "web.stderr.4")); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := r.Write([]byte(strings.Repeat("x", 1000))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = r.Close()
+	if b, _ := os.ReadFile(target); string(b) != "secret\n" {
+		t.Fatalf("written through a planted link: %q", b)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "web.stderr.5"))
+	if err != nil || !strings.Contains(string(b), "web.stderr.1 existed before the shipper made it") || !strings.Contains(string(b), "web.stderr.4") {
+		t.Fatalf("the stream does not say what was skipped: %q (%v)", b, err)
+	}
+	for i := 1; i <= 4; i++ {
+		if fi, err := os.Lstat(filepath.Join(dir, fmt.Sprintf("web.stderr.%d", i))); err == nil {
+			t.Errorf("old planted link web.stderr.%d kept (%v), want it pruned by name", i, fi.Mode())
+		}
+	}
+	if _, err := os.Stat(target); err != nil {
+		t.Fatalf("pruning removed the link's target: %v", err)
+	}
+}
+
+func writeLog(t *testing.T, dir, name, s string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o640); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openLogs opens dir as the agent opens a log directory; the test's
+// cleanup closes it.
+func openLogs(t testing.TB, dir string) *beneath.Dir {
+	t.Helper()
+	d, err := beneath.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
 }
 
 // TestSpawnAcceptsOutputBeforeReady: a task launched right after Spawn
@@ -145,7 +243,7 @@ func TestSpawnAcceptsOutputBeforeReady(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	p := spawn(t, Config{Command: []string{shipper}, Dir: dir, Task: "web", MaxFiles: 2, MaxFileSize: 1 << 20})
+	p := spawn(t, Config{Command: []string{shipper}, Dir: openLogs(t, dir), Task: "web", MaxFiles: 2, MaxFileSize: 1 << 20})
 	if _, err := p.Stdout.WriteString("early\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -166,18 +264,22 @@ func TestSpawnAcceptsOutputBeforeReady(t *testing.T) {
 	}
 }
 
-// TestSpawnReportsBadDirOnReady: Spawn succeeds (the process starts); the
-// shipper's complaint arrives through Ready, and the shipper is gone.
-func TestSpawnReportsBadDirOnReady(t *testing.T) {
+// TestSpawnReportsRefusalOnReady: Spawn succeeds (the process starts);
+// the shipper's complaint arrives through Ready, and the shipper is gone.
+func TestSpawnReportsRefusalOnReady(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	p, err := Spawn(Config{Command: []string{shipper}, Dir: "/nonexistent/logs", Task: "web", MaxFiles: 2, MaxFileSize: 1000})
+	dir := t.TempDir()
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "web.stdout.0")); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Spawn(Config{Command: []string{shipper}, Dir: openLogs(t, dir), Task: "web", MaxFiles: 2, MaxFileSize: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.CloseWriters()
-	if err := p.Ready(ctx); err == nil || !strings.Contains(err.Error(), "log dir") {
-		t.Fatalf("Ready with a missing dir = %v, want the shipper's error", err)
+	if err := p.Ready(ctx); !errors.Is(err, beneath.ErrUnsafe) || !strings.Contains(err.Error(), "web.stdout.0 is a symbolic link") {
+		t.Fatalf("Ready with a planted link = %v, want the shipper's refusal", err)
 	}
 	waitExit(t, ctx, p, "shipper still running after reporting its error")
 }
@@ -186,7 +288,7 @@ func TestSpawnReportsBadDirOnReady(t *testing.T) {
 // the shipper running (a task may already be writing to it).
 func TestReadyHonoursContext(t *testing.T) {
 	dir := t.TempDir()
-	p := spawn(t, Config{Command: []string{shipper}, Dir: dir, Task: "web", MaxFiles: 2, MaxFileSize: 1000})
+	p := spawn(t, Config{Command: []string{shipper}, Dir: openLogs(t, dir), Task: "web", MaxFiles: 2, MaxFileSize: 1000})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := p.Ready(ctx); !errors.Is(err, context.Canceled) {
@@ -204,10 +306,13 @@ func TestReadyHonoursContext(t *testing.T) {
 }
 
 func TestSpawnBadCommand(t *testing.T) {
-	if _, err := Spawn(Config{Dir: t.TempDir(), Task: "web"}); err == nil {
+	if _, err := Spawn(Config{Dir: openLogs(t, t.TempDir()), Task: "web"}); err == nil {
 		t.Fatal("Spawn without a command succeeded")
 	}
-	if _, err := Spawn(Config{Command: []string{"/nonexistent/logmon"}, Dir: t.TempDir(), Task: "web"}); err == nil {
+	if _, err := Spawn(Config{Command: []string{shipper}, Task: "web"}); err == nil {
+		t.Fatal("Spawn without a log directory succeeded")
+	}
+	if _, err := Spawn(Config{Command: []string{"/nonexistent/logmon"}, Dir: openLogs(t, t.TempDir()), Task: "web"}); err == nil {
 		t.Fatal("Spawn of a missing binary succeeded")
 	}
 }

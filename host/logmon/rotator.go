@@ -3,52 +3,75 @@ package logmon
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
 // Rotator writes a stream into <dir>/<base>.<N>, starting a new file when the
 // current one reaches maxSize and keeping at most maxFiles files. N only
 // grows: a restarted shipper continues after the highest existing index, so
 // readers can follow the files in order across restarts, as in Nomad.
+//
+// The shipper runs as root in a directory a task may once have been able
+// to write (alloc/logs), so every file is opened through dir (package
+// beneath): a link, a hard link, a pipe or a device at a log file's name
+// is refused, never written through, and old files are removed by name
+// (unlinkat), which never follows a link either. A new file is created
+// exclusively: a name something else holds is skipped, and said so in the
+// stream itself, the only reader the shipper has while it runs.
 type Rotator struct {
-	dir, base string
+	dir       *beneath.Dir
+	base      string
 	maxFiles  int
 	maxSize   int64
+	mode      os.FileMode
 
 	f    *os.File
 	idx  int
 	size int64
 }
 
-// NewRotator opens the newest file of the series for appending.
-func NewRotator(dir, base string, maxFiles int, maxSize int64) (*Rotator, error) {
+// maxSkip bounds how many taken names a rotation skips before it fails.
+const maxSkip = 16
+
+// NewRotator opens the newest file of the series for appending, creating
+// files with mode. A newest file that is not one the shipper could have
+// made is an error (an *beneath.UnsafeError naming it).
+func NewRotator(dir *beneath.Dir, base string, maxFiles int, maxSize int64, mode os.FileMode) (*Rotator, error) {
 	if maxFiles < 1 || maxSize < 1 {
 		return nil, fmt.Errorf("rotator %s: max files %d and max size %d must be positive", base, maxFiles, maxSize)
 	}
-	r := &Rotator{dir: dir, base: base, maxFiles: maxFiles, maxSize: maxSize}
+	r := &Rotator{dir: dir, base: base, maxFiles: maxFiles, maxSize: maxSize, mode: mode}
 	idx, err := r.highest()
 	if err != nil {
 		return nil, err
 	}
-	if err := r.open(max(idx, 0)); err != nil {
+	f, err := dir.OpenFile(r.name(max(idx, 0)), os.O_WRONLY|os.O_CREATE|os.O_APPEND, mode)
+	if err != nil {
+		return nil, fmt.Errorf("open log file: %w", err)
+	}
+	if err := r.use(f, max(idx, 0)); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
+func (r *Rotator) name(idx int) string { return r.base + "." + strconv.Itoa(idx) }
+
 // highest returns the largest index present, -1 if none.
 func (r *Rotator) highest() (int, error) {
-	ents, err := os.ReadDir(r.dir)
+	names, err := r.dir.Names(".")
 	if err != nil {
 		return -1, fmt.Errorf("list log dir: %w", err)
 	}
 	hi := -1
-	for _, e := range ents {
-		if n, ok := r.index(e.Name()); ok && n > hi {
-			hi = n
+	for _, n := range names {
+		if i, ok := r.index(n); ok && i > hi {
+			hi = i
 		}
 	}
 	return hi, nil
@@ -63,12 +86,7 @@ func (r *Rotator) index(name string) (int, bool) {
 	return n, err == nil && n >= 0
 }
 
-func (r *Rotator) open(idx int) error {
-	p := filepath.Join(r.dir, r.base+"."+strconv.Itoa(idx))
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("open log file: %w", err)
-	}
+func (r *Rotator) use(f *os.File, idx int) error {
 	fi, err := f.Stat()
 	if err != nil {
 		_ = f.Close()
@@ -78,26 +96,48 @@ func (r *Rotator) open(idx int) error {
 	return nil
 }
 
+// rotate moves to the next index whose name is free.
 func (r *Rotator) rotate() error {
 	if err := r.f.Close(); err != nil {
 		return fmt.Errorf("close log file: %w", err)
 	}
-	if err := r.open(r.idx + 1); err != nil {
-		return err
+	r.f = nil
+	var skipped []string
+	for idx := r.idx + 1; idx <= r.idx+maxSkip; idx++ {
+		f, err := r.dir.OpenFile(r.name(idx), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, r.mode)
+		if errors.Is(err, os.ErrExist) {
+			skipped = append(skipped, r.name(idx))
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("open log file: %w", err)
+		}
+		if err := r.use(f, idx); err != nil {
+			return err
+		}
+		for _, n := range skipped {
+			// The stream is the one reader the shipper has. The note
+			// counts against the file's size cap like any output.
+			msg := fmt.Sprintf("[pluginhost-logmon] %s/%s existed before the shipper made it (something wrote into the log directory): skipped, not written through\n", r.dir.Name(), n)
+			msg = msg[:min(int64(len(msg)), max(r.maxSize-r.size, 0))]
+			m, _ := io.WriteString(r.f, msg)
+			r.size += int64(m)
+		}
+		return r.prune()
 	}
-	return r.prune()
+	return fmt.Errorf("rotate %s: the next %d names are all taken", r.base, maxSkip)
 }
 
 // prune deletes files older than the newest maxFiles.
 func (r *Rotator) prune() error {
-	ents, err := os.ReadDir(r.dir)
+	names, err := r.dir.Names(".")
 	if err != nil {
 		return fmt.Errorf("list log dir: %w", err)
 	}
 	var errs []error
-	for _, e := range ents {
-		if n, ok := r.index(e.Name()); ok && n <= r.idx-r.maxFiles {
-			if err := os.Remove(filepath.Join(r.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+	for _, n := range names {
+		if i, ok := r.index(n); ok && i <= r.idx-r.maxFiles {
+			if err := r.dir.Remove(n); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
 			}
 		}
@@ -109,7 +149,7 @@ func (r *Rotator) prune() error {
 func (r *Rotator) Write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
-		if r.size >= r.maxSize {
+		for r.f == nil || r.size >= r.maxSize {
 			if err := r.rotate(); err != nil {
 				return written, err
 			}
@@ -130,4 +170,9 @@ func (r *Rotator) Write(p []byte) (int, error) {
 }
 
 // Close closes the current file.
-func (r *Rotator) Close() error { return r.f.Close() }
+func (r *Rotator) Close() error {
+	if r.f == nil {
+		return nil
+	}
+	return r.f.Close()
+}

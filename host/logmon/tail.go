@@ -5,18 +5,22 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
 // Tail copies a rotated series of log files (<dir>/<base>N, as Rotator
 // writes them) to W, remembering how far it has copied: the reading side
-// of the log shipper, used by the agent's `alloc logs`.
+// of the log shipper, used by the agent's `alloc logs`. Files are opened
+// beneath Dir and never through a link (package beneath): a file that is
+// not one the shipper could have written is an error naming it.
 type Tail struct {
-	Dir, Base string
-	W         io.Writer
+	Dir  *beneath.Dir
+	Base string
+	W    io.Writer
 	index     int   // file being read, once started
 	offset    int64 // bytes of it already copied
 	started   bool
@@ -37,7 +41,7 @@ func (t *Tail) CopyAvailable() error {
 		if !t.started || idx > t.index {
 			t.index, t.offset, t.started = idx, 0, true
 		}
-		n, err := copyFrom(filepath.Join(t.Dir, t.Base+strconv.Itoa(idx)), t.offset, t.W)
+		n, err := copyFrom(t.Dir, t.Base+strconv.Itoa(idx), t.offset, t.W)
 		t.offset += n
 		if err != nil {
 			return err
@@ -46,8 +50,8 @@ func (t *Tail) CopyAvailable() error {
 	return nil
 }
 
-func copyFrom(path string, offset int64, w io.Writer) (int64, error) {
-	f, err := os.Open(path)
+func copyFrom(dir *beneath.Dir, name string, offset int64, w io.Writer) (int64, error) {
+	f, err := dir.OpenFile(name, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
@@ -56,18 +60,18 @@ func copyFrom(path string, offset int64, w io.Writer) (int64, error) {
 	}
 	defer f.Close()
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return 0, fmt.Errorf("reading log %s: %w", path, err)
+		return 0, fmt.Errorf("reading log %s: %w", f.Name(), err)
 	}
 	n, err := io.Copy(w, f)
 	if err != nil {
-		return n, fmt.Errorf("copying log %s: %w", path, err)
+		return n, fmt.Errorf("copying log %s: %w", f.Name(), err)
 	}
 	return n, nil
 }
 
 // logIndexes returns the N of every <base>N file in dir, ascending.
-func logIndexes(dir, base string) ([]int, error) {
-	entries, err := os.ReadDir(dir)
+func logIndexes(dir *beneath.Dir, base string) ([]int, error) {
+	names, err := dir.Names(".")
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -75,8 +79,8 @@ func logIndexes(dir, base string) ([]int, error) {
 		return nil, fmt.Errorf("listing logs: %w", err)
 	}
 	var out []int
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), base)
+	for _, name := range names {
+		rest, ok := strings.CutPrefix(name, base)
 		if !ok {
 			continue
 		}

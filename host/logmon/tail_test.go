@@ -2,9 +2,13 @@ package logmon
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
 // TestTailFollowsRotation writes a rotated series the way the log shipper
@@ -24,7 +28,7 @@ func TestTailFollowsRotation(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	tail := &Tail{Dir: dir, Base: "web.stdout.", W: &out}
+	tail := &Tail{Dir: openLogs(t, dir), Base: "web.stdout.", W: &out}
 	if err := tail.CopyAvailable(); err != nil || out.Len() != 0 {
 		t.Fatalf("empty dir: %q %v", out.String(), err)
 	}
@@ -53,5 +57,37 @@ func TestTailFollowsRotation(t *testing.T) {
 	want := "a1\na2\nb1\nc1\nc2\nf1\n"
 	if out.String() != want {
 		t.Fatalf("tail copied %q, want %q", out.String(), want)
+	}
+}
+
+// A log file replaced by a link to a secret (the agent's token file) is
+// never read through: the tail stops with an error naming it.
+func TestTailRefusesPlantedLinks(t *testing.T) {
+	for _, plant := range []string{"symlink", "hard link"} {
+		t.Run(plant, func(t *testing.T) {
+			dir := t.TempDir()
+			secret := filepath.Join(t.TempDir(), "acl-tokens.json")
+			if err := os.WriteFile(secret, []byte("management-5ecret"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "web.stdout.0"), []byte("line\n"), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			link := os.Symlink
+			if plant == "hard link" {
+				link = os.Link
+			}
+			if err := link(secret, filepath.Join(dir, "web.stdout.7")); err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			err := (&Tail{Dir: openLogs(t, dir), Base: "web.stdout.", W: &out}).CopyAvailable()
+			if !errors.Is(err, beneath.ErrUnsafe) || !strings.Contains(err.Error(), "web.stdout.7") {
+				t.Fatalf("got %v, want a refusal naming web.stdout.7", err)
+			}
+			if strings.Contains(out.String(), "5ecret") {
+				t.Fatalf("the secret was read: %q", out.String())
+			}
+		})
 	}
 }

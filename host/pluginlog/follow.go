@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
 // DefaultInterval is how often a followed file is checked for new lines. The
@@ -26,9 +28,16 @@ const readChunk = 32 << 10
 // Its goroutine is started by Follow and ended by Stop; whoever calls
 // Follow owns it and must call Stop.
 type Follower struct {
+	// dir holds the file (the allocation's log directory, which the
+	// Follower owns and closes); name is the file's name in it, path
+	// the whole path for messages.
+	dir      *beneath.Dir
+	name     string
 	path     string
 	logger   hclog.Logger
 	interval time.Duration
+	// refused is set once a refusal to open the file was logged.
+	refused bool
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -47,18 +56,21 @@ type Follower struct {
 	modLogger hclog.Logger
 }
 
-// Follow starts shipping the lines of path, from byte offset on, to logger,
-// each at its own level under logger.Named(@module). The file need not exist
-// yet. A file that shrinks below the offset (truncated) is read again from
-// its start, and one replaced by another file (renamed away) is finished and
-// then the new one is read from its start. interval 0 means
-// DefaultInterval.
-func Follow(path string, offset int64, logger hclog.Logger, interval time.Duration) *Follower {
+// Follow starts shipping the lines of the file name in dir, from byte
+// offset on, to logger, each at its own level under logger.Named(@module).
+// The Follower owns dir from then on and closes it when it stops. The file
+// need not exist yet. It is opened beneath dir and never through a link,
+// nor when it has a second name: the agent is root and the file is the
+// plugin's to write (package beneath). A file that shrinks below the offset
+// (truncated) is read again from its start, and one replaced by another
+// file (renamed away) is finished and then the new one is read from its
+// start. interval 0 means DefaultInterval.
+func Follow(dir *beneath.Dir, name string, offset int64, logger hclog.Logger, interval time.Duration) *Follower {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
 	fl := &Follower{
-		path: path, logger: logger, interval: interval, off: max(offset, 0),
+		dir: dir, name: name, path: dir.Name() + "/" + name, logger: logger, interval: interval, off: max(offset, 0),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go fl.run()
@@ -79,6 +91,7 @@ func (fl *Follower) run() {
 		if fl.f != nil {
 			_ = fl.f.Close()
 		}
+		_ = fl.dir.Close()
 	}()
 	t := time.NewTicker(fl.interval)
 	defer t.Stop()
@@ -99,8 +112,13 @@ func (fl *Follower) run() {
 // pause cannot keep it (and Stop) from returning.
 func (fl *Follower) poll() {
 	if fl.f == nil {
-		f, err := os.Open(fl.path)
-		if err != nil {
+		f, err := fl.dir.OpenFile(fl.name, os.O_RDONLY, 0)
+		switch {
+		case errors.Is(err, beneath.ErrUnsafe) && !fl.refused:
+			fl.refused = true
+			fl.logger.Warn("plugin log file refused", "error", err)
+			return
+		case err != nil:
 			if !errors.Is(err, fs.ErrNotExist) {
 				fl.logger.Debug("plugin log file unreadable", "path", fl.path, "error", err)
 			}
@@ -119,7 +137,7 @@ func (fl *Follower) poll() {
 		fl.skipping = false
 	}
 	fl.readTo(fi.Size())
-	if replaced(fl.path, fi) {
+	if fl.replaced(fi) {
 		// Everything the old file had is read; the plugin now writes to
 		// the new one.
 		_ = fl.f.Close()
@@ -129,14 +147,15 @@ func (fl *Follower) poll() {
 	}
 }
 
-func replaced(path string, open fs.FileInfo) bool {
-	cur, err := os.Stat(path)
+// replaced reports whether the name now holds another file than the one
+// open (or none).
+func (fl *Follower) replaced(open fs.FileInfo) bool {
+	cur, err := fl.dir.Lstat(fl.name)
 	if err != nil {
 		return errors.Is(err, fs.ErrNotExist)
 	}
-	a, ok1 := open.Sys().(*syscall.Stat_t)
-	b, ok2 := cur.Sys().(*syscall.Stat_t)
-	return ok1 && ok2 && (a.Ino != b.Ino || a.Dev != b.Dev)
+	a, ok := open.Sys().(*syscall.Stat_t)
+	return ok && (a.Ino != cur.Ino || a.Dev != cur.Dev)
 }
 
 func (fl *Follower) readTo(size int64) {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
 // capture is an agent log: every line written, and a channel closed at each
@@ -73,7 +75,7 @@ func TestFollow(t *testing.T) {
 	fi, _ := os.Stat(path)
 	out := newCapture()
 	logger := hclog.New(&hclog.LoggerOptions{Name: "plugin", Output: out, Level: hclog.Trace})
-	fl := Follow(path, fi.Size(), logger, 10*time.Millisecond)
+	fl := Follow(openDir(t, dir), "plugin.log", fi.Size(), logger, 10*time.Millisecond)
 	defer fl.Stop()
 
 	appendTo(t, path, `{"@level":"warn","@message":"one","@module":"mock","k":1}`+"\n"+`{"@message": 42}`+"\n\n")
@@ -118,10 +120,46 @@ func TestFollow(t *testing.T) {
 
 func TestFollowMissingFileAndStop(t *testing.T) {
 	out := newCapture()
-	fl := Follow(filepath.Join(t.TempDir(), "never"), 0, hclog.New(&hclog.LoggerOptions{Output: out}), 0)
+	fl := Follow(openDir(t, t.TempDir()), "never", 0, hclog.New(&hclog.LoggerOptions{Output: out}), 0)
 	fl.Stop()
 	fl.Stop()
 	if out.String() != "" {
 		t.Fatalf("logged %q", out.String())
+	}
+}
+
+func openDir(t *testing.T, dir string) *beneath.Dir {
+	t.Helper()
+	d, err := beneath.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// A plugin log file replaced by a link to a secret of the host (the
+// agent's token file) or by a hard link to it is never read: the secret
+// does not reach the agent's log, and the refusal is logged once.
+func TestFollowRefusesPlantedLinks(t *testing.T) {
+	for _, plant := range []string{"symlink", "hard link"} {
+		t.Run(plant, func(t *testing.T) {
+			dir := t.TempDir()
+			secret := filepath.Join(t.TempDir(), "acl-tokens.json")
+			appendTo(t, secret, `{"@message":"management-token-5ecret"}`+"\n")
+			link := os.Symlink
+			if plant == "hard link" {
+				link = os.Link
+			}
+			if err := link(secret, filepath.Join(dir, "plugin.log")); err != nil {
+				t.Fatal(err)
+			}
+			out := newCapture()
+			fl := Follow(openDir(t, dir), "plugin.log", 0, hclog.New(&hclog.LoggerOptions{Output: out, Level: hclog.Trace}), 5*time.Millisecond)
+			out.waitFor(t, "plugin log file refused")
+			fl.Stop()
+			if got := out.String(); strings.Contains(got, "5ecret") || strings.Count(got, "plugin log file refused") != 1 {
+				t.Fatalf("followed a planted link:\n%s", got)
+			}
+		})
 	}
 }

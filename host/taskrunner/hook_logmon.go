@@ -2,11 +2,14 @@ package taskrunner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
+	"github.com/pluginhost/pluginhost/host/allocdir"
 	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/logmon"
+	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
 // logmonHook starts the task's log shipper before each launch. The shipper
@@ -45,10 +48,17 @@ func (h *logmonHook) Prestart(ctx context.Context, req *HookRequest) error {
 	// off the launch path: the task starts on the pipes meanwhile, and
 	// the runner checks readiness (logmonReady) once the task's handle
 	// is stored.
+	// The shipper gets the directory, not its path: alloc/ is the
+	// tasks' to write, and a path would be resolved again in there.
+	logs, err := allocdir.OpenLogs(h.cfg.DataDir, req.AllocID)
+	if err != nil {
+		return fmt.Errorf("log directory: %w", err)
+	}
 	p, err := logmon.Spawn(logmon.Config{
-		Command: h.cfg.LogmonCommand, Dir: req.LogDir, Task: req.Task.Name,
-		MaxFiles: maxFiles, MaxFileSize: size,
+		Command: h.cfg.LogmonCommand, Dir: logs, Task: req.Task.Name,
+		MaxFiles: maxFiles, MaxFileSize: size, FileMode: allocdir.LogFileMode(req.Owners),
 	})
+	_ = logs.Close()
 	if err != nil {
 		return err
 	}
@@ -72,7 +82,9 @@ func (tr *TaskRunner) logmonReady(ctx context.Context) bool {
 	}
 	if err := p.Ready(ctx); err != nil {
 		if ctx.Err() == nil {
-			tr.requestRestart("log shipper failed: "+err.Error(), false)
+			// A log file a task replaced with a link stays so: the
+			// task fails, with the path in its event.
+			tr.requestRestart("log shipper failed: "+err.Error(), errors.Is(err, beneath.ErrUnsafe))
 		}
 		return false
 	}
