@@ -7,9 +7,12 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"path/filepath"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
 // exitSetup is the helper's exit status when it could not set the task
@@ -76,18 +79,8 @@ func setup(s *Spec, command string) (string, error) {
 			}
 			path = p
 		}
-	} else {
-		for _, m := range s.Mounts {
-			// A target the job placed in the task directory is found
-			// through it; one elsewhere is the job author's path.
-			within := ""
-			if s.TaskDir != "" && inside(s.TaskDir, m.Target) {
-				within = s.TaskDir
-			}
-			if err := bind(m, within, m.Target, false); err != nil {
-				return "", err
-			}
-		}
+	} else if err := bindHostVolumes(s); err != nil {
+		return "", err
 	}
 	if s.Cred != nil {
 		if err := become(s.Cred); err != nil {
@@ -95,4 +88,31 @@ func setup(s *Spec, command string) (string, error) {
 		}
 	}
 	return path, nil
+}
+
+// bindHostVolumes mounts a raw_exec or go_plugin task's volumes in the
+// host's view. A target the job placed in the task directory (a relative
+// destination) is found beneath it through no link, since the task writes
+// there; one elsewhere is the job author's path, taken as it is.
+func bindHostVolumes(s *Spec) error {
+	var tree *beneath.Dir
+	if s.TaskDir != "" {
+		d, err := beneath.Open(s.TaskDir)
+		if err != nil {
+			return fmt.Errorf("task directory: %w", err)
+		}
+		defer d.Close()
+		tree = d
+	}
+	for _, m := range s.Mounts {
+		t := target{path: m.Target, file: m.File}
+		if tree != nil && inside(s.TaskDir, m.Target) {
+			rel, _ := filepath.Rel(s.TaskDir, m.Target)
+			t = target{tree: tree, rel: rel, file: m.File}
+		}
+		if err := bind(m.Source, t, m.ReadOnly, false, false); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -5,26 +5,62 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
-// bind mounts m.Source at target (m.Target, or its place inside a root);
-// rec takes the mounts below the source along (chroot_env's /usr may hold
-// some), a volume is one mount.
-//
-// within, when not "", is a directory the task's user can write into (its
-// task directory) that target lies in: then target is made and found
-// through within without following a symlink out of it (see confined), so
-// a task that planted local/data -> /etc before its next launch gets a
-// refusal, not a bind over the host's /etc made by root.
-func bind(m Mount, within, target string, rec bool) error {
-	at := func() (string, func(), error) { return target, func() {}, ensureTarget(target, m.File) }
-	if within != "" {
-		at = func() (string, func(), error) { return confined(within, target, m.File) }
+// target is where a mount lands. In a tree a task can write (its task
+// directory, its root) it is found beneath tree, through no link, and made
+// if missing (see beneath.Dir.MountPoint): mount(2) follows links in its
+// target, and a task that planted local/data -> /etc before this launch
+// must get a refusal, not a bind made by root over the host's /etc.
+// Outside such a tree (a volume target the job author put elsewhere on the
+// host) path is used as it is.
+type target struct {
+	tree *beneath.Dir
+	rel  string
+	path string
+	file bool
+}
+
+// in is the target at the absolute path p (the task's view) inside tree.
+func in(tree *beneath.Dir, p string, file bool) target {
+	return target{tree: tree, rel: relIn(p), file: file}
+}
+
+// relIn is absolute p as a path relative to the root it is in.
+func relIn(p string) string {
+	rel := filepath.Clean(p)[1:]
+	if rel == "" {
+		return "."
 	}
-	mp, done, err := at()
+	return rel
+}
+
+// resolve returns a name for the target that is valid until done.
+func (t target) resolve() (string, func(), error) {
+	if t.tree == nil {
+		return t.path, func() {}, ensureTarget(t.path, t.file)
+	}
+	return t.tree.MountPoint(t.rel, t.file)
+}
+
+// name is the target for messages.
+func (t target) name() string {
+	if t.tree == nil {
+		return t.path
+	}
+	return t.tree.Name() + "/" + t.rel
+}
+
+// bind mounts source at t; rec takes the mounts below the source along
+// (chroot_env's /usr may hold some), a volume is one mount. ro and nodev
+// are applied by remounts of the new mount, found again through t (the
+// name now ends on it).
+func bind(source string, t target, ro, rec, nodev bool) error {
+	mp, done, err := t.resolve()
 	if err != nil {
 		return err
 	}
@@ -32,53 +68,75 @@ func bind(m Mount, within, target string, rec bool) error {
 	if rec {
 		flags |= unix.MS_REC
 	}
-	err = unix.Mount(m.Source, mp, "", flags, "")
+	err = unix.Mount(source, mp, "", flags, "")
 	done()
 	if err != nil {
-		return fmt.Errorf("bind %s at %s: %w", m.Source, m.Target, err)
+		return fmt.Errorf("bind %s at %s: %w", source, t.name(), err)
 	}
-	// The remounts below name the new mount: found again, the path now
-	// ends on it.
-	if target, done, err = at(); err != nil {
+	if !ro && !nodev {
+		return nil
+	}
+	mp, done, err = t.resolve()
+	if err != nil {
 		return err
 	}
 	defer done()
-	if err := readOnly(m, target, rec); err != nil {
-		return err
+	if ro {
+		if err := readOnly(mp, t.name(), rec); err != nil {
+			return err
+		}
 	}
-	if m.noDev {
-		return noDev(target)
+	if nodev {
+		return noDev(mp)
 	}
 	return nil
 }
 
-// readOnly makes the new mount at target read-only when m asks for it.
-func readOnly(m Mount, target string, rec bool) error {
-	if !m.ReadOnly {
-		return nil
-	}
+// readOnly makes the new mount at mp read-only.
+func readOnly(mp, name string, rec bool) error {
 	if rec {
 		// A remount reaches the top mount only: the mounts below a
 		// chroot_env directory that came along would stay writable.
 		// mount_setattr is Linux 5.12; older kernels get the top
 		// mount read-only, as before it.
 		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
-		err := unix.MountSetattr(-1, target, unix.AT_RECURSIVE, &attr)
+		err := unix.MountSetattr(-1, mp, unix.AT_RECURSIVE, &attr)
 		if err == nil {
 			return nil
 		}
 		if !errors.Is(err, unix.ENOSYS) {
-			return fmt.Errorf("make %s read-only: %w", m.Target, err)
+			return fmt.Errorf("make %s read-only: %w", name, err)
 		}
 	}
 	// A bind mount takes the read-only flag only on a remount.
 	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
-	if err := unix.Mount("", target, "", flags, ""); err != nil {
-		return fmt.Errorf("make %s read-only: %w", m.Target, err)
+	if err := remount(mp, flags); err != nil {
+		return fmt.Errorf("make %s read-only: %w", name, err)
 	}
 	return nil
 }
 
+// remount changes the flags of the mount at mp to flags plus the nosuid,
+// noexec and nodev it already has: a bind remount sets these flags to
+// what it is given, and one that was nosuid (the agent's allocation tree
+// is) must stay so.
+func remount(mp string, flags uintptr) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(mp, &st); err != nil {
+		return err
+	}
+	for _, f := range [...]struct {
+		st int64
+		ms uintptr
+	}{{unix.ST_RDONLY, unix.MS_RDONLY}, {unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NOEXEC, unix.MS_NOEXEC}, {unix.ST_NODEV, unix.MS_NODEV}} {
+		if st.Flags&f.st != 0 {
+			flags |= f.ms
+		}
+	}
+	return unix.Mount("", mp, "", flags, "")
+}
+
+// ensureTarget makes a mount point outside any task-writable tree.
 func ensureTarget(target string, file bool) error {
 	if _, err := os.Stat(target); err == nil || !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -97,41 +155,4 @@ func ensureTarget(target string, file bool) error {
 		return fmt.Errorf("mount point %s: %w", target, err)
 	}
 	return f.Close()
-}
-
-// confined makes target (a directory, or an empty file) inside dir and
-// returns a name for it that no symlink can redirect: the /proc/self/fd
-// entry of a descriptor opened through os.Root, which refuses any path
-// that leaves dir. done closes the descriptor.
-func confined(dir, target string, file bool) (path string, done func(), err error) {
-	rel, err := filepath.Rel(dir, target)
-	if err != nil || rel == "." || !inside(dir, target) {
-		return "", nil, fmt.Errorf("mount point %s is not inside %s", target, dir)
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return "", nil, fmt.Errorf("mount point %s: %w", target, err)
-	}
-	defer root.Close()
-	parent := rel
-	if file {
-		parent = filepath.Dir(rel)
-	}
-	if parent != "." {
-		if err := root.MkdirAll(parent, 0o755); err != nil {
-			return "", nil, fmt.Errorf("mount point %s: %w", target, err)
-		}
-	}
-	if file {
-		f, err := root.OpenFile(rel, os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			return "", nil, fmt.Errorf("mount point %s: %w", target, err)
-		}
-		_ = f.Close()
-	}
-	f, err := root.OpenFile(rel, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", nil, fmt.Errorf("mount point %s: %w", target, err)
-	}
-	return "/proc/self/fd/" + strconv.Itoa(int(f.Fd())), func() { _ = f.Close() }, nil
 }

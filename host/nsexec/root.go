@@ -7,75 +7,103 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
 // devices are the host's device nodes an exec task gets in its /dev.
 var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
 // buildRoot fills r.Dir with the task's view (see the package doc) and
-// makes the task's volumes inside it; pivot then makes it "/".
+// makes the task's volumes inside it; pivot then makes it "/". The task
+// can write its root (it keeps CAP_DAC_OVERRIDE), and a previous launch
+// may have left links anywhere in it: everything is made beneath it
+// without following one (package beneath), and a link where a mount point
+// or a directory of the layout belongs is refused, naming it.
 func buildRoot(r *Root, volumes []Mount, cred *Cred) error {
+	tree, err := beneath.Open(r.Dir)
+	if err != nil {
+		return fmt.Errorf("task root: %w", err)
+	}
+	defer tree.Close()
 	for _, b := range r.Binds {
-		if err := bindEnv(r.Dir, b); err != nil {
+		if err := bindEnv(tree, b); err != nil {
 			return err
 		}
 	}
 	if r.Alloc != "" {
-		if err := bind(Mount{Source: r.Alloc, Target: AllocDir, noDev: true}, r.Dir, inRoot(r.Dir, AllocDir), false); err != nil {
+		if err := bindAlloc(tree, r.Alloc); err != nil {
 			return err
 		}
 	}
-	if err := mountSecrets(inRoot(r.Dir, SecretsDir), cred); err != nil {
+	if err := mountSecrets(tree, cred); err != nil {
 		return err
 	}
-	tmp := inRoot(r.Dir, "/tmp")
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
+	tmp, err := tree.MkdirAll("tmp", 0o777|os.ModeSticky)
+	if err == nil {
+		// Made earlier with another mode, or chmodded by the task.
+		err = tmp.Chmod(0o777 | os.ModeSticky)
+		_ = tmp.Close()
+	}
+	if err != nil {
 		return fmt.Errorf("task /tmp: %w", err)
 	}
-	if err := os.Chmod(tmp, 0o1777); err != nil {
-		return fmt.Errorf("task /tmp: %w", err)
-	}
-	if err := mountDev(inRoot(r.Dir, "/dev")); err != nil {
+	if err := mountDev(tree); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(inRoot(r.Dir, "/proc"), 0o555); err != nil {
+	proc, err := tree.MkdirAll("proc", 0o555)
+	if err != nil {
 		return fmt.Errorf("task /proc: %w", err)
 	}
+	_ = proc.Close()
 	for _, m := range volumes {
 		// A block volume is a device node the task must open.
-		m.noDev = !m.File
-		if err := bind(m, r.Dir, inRoot(r.Dir, m.Target), false); err != nil {
+		if err := bind(m.Source, in(tree, m.Target, m.File), m.ReadOnly, false, !m.File); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// noDev makes the mount at target refuse device nodes, keeping its other
+// bindAlloc gives the task the allocation's shared directory at /alloc,
+// read-write, and its log directory at /alloc/logs read-only, as Nomad
+// does since 2.0.1 (CVE-2026-6959): the log shipper writes there as root,
+// and the task has no business in it. Both are nodev. The log directory
+// is bound from its descriptor, opened beneath the shared directory
+// (which the allocation's tasks write) through no link.
+func bindAlloc(tree *beneath.Dir, alloc string) error {
+	if err := bind(alloc, in(tree, AllocDir, false), false, false, true); err != nil {
+		return err
+	}
+	shared, err := beneath.Open(alloc)
+	if err != nil {
+		return fmt.Errorf("task /alloc: %w", err)
+	}
+	defer shared.Close()
+	logs, err := shared.OpenDir(LogDirName)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("task /alloc/logs: %w", err)
+	}
+	defer logs.Close()
+	return bind(logs.ProcPath(), in(tree, AllocDir+"/"+LogDirName, false), true, false, true)
+}
+
+// LogDirName is the log directory in the allocation's shared directory.
+const LogDirName = "logs"
+
+// noDev makes the mount at mp refuse device nodes, keeping its other
 // flags. An exec task keeps CAP_MKNOD and CAP_DAC_OVERRIDE (Nomad's
 // default set) and has no devices cgroup to stop it: wherever it can write
 // on a mount that honours device nodes it can make one for the host's disk
 // (mknod /tmp/d b 8 0) and open it. Every place an exec task can write is
 // nodev: its root (/local, /tmp), /alloc, /dev, /secrets and its directory
 // volumes.
-func noDev(target string) error {
-	var st unix.Statfs_t
-	if err := unix.Statfs(target, &st); err != nil {
-		return fmt.Errorf("nodev %s: %w", target, err)
-	}
-	// A bind remount sets these flags to what it is given; the atime
-	// flags are kept when none is given.
-	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NODEV)
-	for _, f := range [...]struct {
-		st int64
-		ms uintptr
-	}{{unix.ST_RDONLY, unix.MS_RDONLY}, {unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NOEXEC, unix.MS_NOEXEC}} {
-		if st.Flags&f.st != 0 {
-			flags |= f.ms
-		}
-	}
-	if err := unix.Mount("", target, "", flags, ""); err != nil {
-		return fmt.Errorf("nodev %s: %w", target, err)
+func noDev(mp string) error {
+	if err := remount(mp, unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NODEV); err != nil {
+		return fmt.Errorf("nodev %s: %w", mp, err)
 	}
 	return nil
 }
@@ -83,9 +111,10 @@ func noDev(target string) error {
 // bindEnv gives the root one chroot_env entry. A missing source is left
 // out, as Nomad's copy leaves it out; a symlink (/bin -> usr/bin on a
 // merged-/usr system) is made again as the same symlink, which is what a
-// copy would give.
-func bindEnv(root string, b Mount) error {
-	target := inRoot(root, b.Target)
+// copy would give. The source is the operator's (a host path, followed
+// like any path of the configuration); the target is in the task's root.
+func bindEnv(tree *beneath.Dir, b Mount) error {
+	rel := relIn(b.Target)
 	fi, err := os.Lstat(b.Source)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -98,35 +127,44 @@ func bindEnv(root string, b Mount) error {
 		if err != nil {
 			return fmt.Errorf("chroot_env %s: %w", b.Source, err)
 		}
-		if cur, err := os.Readlink(target); err == nil && cur == dest {
+		if cur, err := tree.Readlink(rel); err == nil && cur == dest {
 			return nil
 		}
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		if dir := filepath.Dir(rel); dir != "." {
+			d, err := tree.MkdirAll(dir, 0o755)
+			if err != nil {
+				return fmt.Errorf("chroot_env %s: %w", b.Source, err)
+			}
+			_ = d.Close()
+		}
+		// An empty mount point left by an older layout, or a link the
+		// task changed: removed by name, never followed.
+		if err := tree.Remove(rel); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.ENOTEMPTY) {
 			return fmt.Errorf("chroot_env %s: %w", b.Source, err)
 		}
-		_ = os.Remove(target) // an empty mount point left by an older layout
-		if err := os.Symlink(dest, target); err != nil {
+		if err := tree.Symlink(dest, rel); err != nil {
 			return fmt.Errorf("chroot_env %s: %w", b.Source, err)
 		}
 		return nil
 	}
-	b.ReadOnly = true
-	b.File = !fi.IsDir()
-	return bind(b, "", target, true)
+	return bind(b.Source, in(tree, b.Target, !fi.IsDir()), true, true, false)
 }
 
 // mountSecrets makes /secrets a small tmpfs only the task's user can read.
-func mountSecrets(dir string, cred *Cred) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+// Its owner is given to the tmpfs as it is made, so nothing is chowned by
+// name.
+func mountSecrets(tree *beneath.Dir, cred *Cred) error {
+	opts := "mode=0700,size=1m"
+	if cred != nil {
+		opts += fmt.Sprintf(",uid=%d,gid=%d", cred.UID, cred.GID)
+	}
+	mp, done, err := tree.MountPoint(relIn(SecretsDir), false)
+	if err != nil {
 		return fmt.Errorf("task /secrets: %w", err)
 	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700,size=1m"); err != nil {
+	defer done()
+	if err := unix.Mount("tmpfs", mp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("task /secrets tmpfs: %w", err)
-	}
-	if cred != nil {
-		if err := os.Chown(dir, int(cred.UID), int(cred.GID)); err != nil {
-			return fmt.Errorf("task /secrets: %w", err)
-		}
 	}
 	return nil
 }
@@ -134,21 +172,30 @@ func mountSecrets(dir string, cred *Cred) error {
 // mountDev makes a minimal /dev: a tmpfs holding the host's harmless
 // device nodes (bound, since mknod inside may be refused), the usual
 // symlinks and a /dev/shm of its own.
-func mountDev(dev string) error {
-	if err := os.MkdirAll(dev, 0o755); err != nil {
+func mountDev(tree *beneath.Dir) error {
+	mp, done, err := tree.MountPoint("dev", false)
+	if err != nil {
 		return fmt.Errorf("task /dev: %w", err)
 	}
 	// nodev (see noDev): the device nodes bound below are mounts of
 	// their own, which this flag does not reach.
-	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k"); err != nil {
+	err = unix.Mount("tmpfs", mp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k")
+	done()
+	if err != nil {
 		return fmt.Errorf("task /dev tmpfs: %w", err)
 	}
+	// The fresh tmpfs, opened through no link.
+	dev, err := tree.OpenDir("dev")
+	if err != nil {
+		return fmt.Errorf("task /dev: %w", err)
+	}
+	defer dev.Close()
 	for _, d := range devices {
 		src := "/dev/" + d
 		if _, err := os.Stat(src); err != nil {
 			continue
 		}
-		if err := bind(Mount{Source: src, Target: src, File: true}, "", filepath.Join(dev, d), false); err != nil {
+		if err := bind(src, target{tree: dev, rel: d, file: true}, false, false, false); err != nil {
 			return err
 		}
 	}
@@ -156,20 +203,26 @@ func mountDev(dev string) error {
 		"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
 		"stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx",
 	} {
-		if err := os.Symlink(dest, filepath.Join(dev, name)); err != nil {
+		if err := dev.Symlink(dest, name); err != nil {
 			return fmt.Errorf("task /dev/%s: %w", name, err)
 		}
 	}
-	for _, d := range []string{"pts", "shm"} {
-		if err := os.Mkdir(filepath.Join(dev, d), 0o755); err != nil {
-			return fmt.Errorf("task /dev/%s: %w", d, err)
+	for _, m := range []struct {
+		name, fstype, opts string
+		flags              uintptr
+	}{
+		{"pts", "devpts", "newinstance,ptmxmode=0666,mode=0620", unix.MS_NOSUID | unix.MS_NOEXEC},
+		{"shm", "tmpfs", "mode=1777,size=64m", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC},
+	} {
+		mp, done, err := dev.MountPoint(m.name, false)
+		if err != nil {
+			return fmt.Errorf("task /dev/%s: %w", m.name, err)
 		}
-	}
-	if err := unix.Mount("devpts", filepath.Join(dev, "pts"), "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
-		return fmt.Errorf("task /dev/pts: %w", err)
-	}
-	if err := unix.Mount("shm", filepath.Join(dev, "shm"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,size=64m"); err != nil {
-		return fmt.Errorf("task /dev/shm: %w", err)
+		err = unix.Mount(m.fstype, mp, m.fstype, m.flags, m.opts)
+		done()
+		if err != nil {
+			return fmt.Errorf("task /dev/%s: %w", m.name, err)
+		}
 	}
 	return nil
 }
@@ -184,6 +237,8 @@ func pivot(dir string) error {
 	if err := unix.Mount(dir, dir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind task root: %w", err)
 	}
+	// The path is the agent's (the task cannot replace its own task
+	// directory: its parent is root's), and now ends on the new mount.
 	if err := noDev(dir); err != nil {
 		return err
 	}

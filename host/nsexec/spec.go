@@ -34,9 +34,6 @@ type Mount struct {
 	ReadOnly bool   `json:"ro,omitempty"`
 	// File marks a block-device attachment: the target is a file.
 	File bool `json:"file,omitempty"`
-
-	// noDev makes the new mount refuse device nodes (see noDev).
-	noDev bool
 }
 
 // Root is an exec task's root directory and what goes into it.
