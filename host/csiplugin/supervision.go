@@ -1,6 +1,7 @@
 package csiplugin
 
 import (
+	"path/filepath"
 	"context"
 	"errors"
 	"fmt"
@@ -239,7 +240,7 @@ func (sv *supervision) waitReady(ctx context.Context, client checker) (*registra
 		// agent chose (in the allocation's 0700 socket dir) is made
 		// 0600. One a job pointed elsewhere is not the agent's to touch.
 		if sv.socket == sv.s.defaultSocket {
-			if err := driver.TightenSocket(sv.socket); err != nil {
+			if err := driver.TightenSocket(filepath.Dir(sv.socket), filepath.Base(sv.socket)); err != nil {
 				return nil, err
 			}
 		}

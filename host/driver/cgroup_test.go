@@ -17,6 +17,7 @@ func (refusingCgroup) CloneFD() (int, bool, error) { return -1, false, nil }
 func (refusingCgroup) AddPid(int) error            { return errors.New("refused") }
 func (refusingCgroup) Kill(context.Context) error  { return nil }
 func (refusingCgroup) OOMKills() (uint64, error)   { return 0, nil }
+func (refusingCgroup) Pids() ([]int, error)        { return nil, nil }
 
 // A task that cannot be put in its group is not started, and its launch
 // leaves no descriptor open in the agent (the pidfd of the process it

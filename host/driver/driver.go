@@ -107,6 +107,9 @@ type Handle struct {
 	// saved record: the task runner sets it before Recover, which needs it
 	// to re-attach with the right plugin set and identity check.
 	Plugin *PluginSpec
+	// SocketDir is StartRequest.SocketDir, set like Plugin (not saved):
+	// a go_plugin task is reattached only to a socket of its own there.
+	SocketDir string `json:"-"`
 }
 
 // PluginSpec is how go_plugin launches a plugin that is not an sdk CSI
@@ -187,6 +190,8 @@ type Cgroup interface {
 	Kill(ctx context.Context) error
 	// OOMKills is how many processes the OOM killer killed in the group.
 	OOMKills() (uint64, error)
+	// Pids lists the processes in the group.
+	Pids() ([]int, error)
 }
 
 // Successful reports a clean exit.

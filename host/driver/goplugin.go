@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -21,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/pluginhost/pluginhost/dynamic"
+	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
 // GoPluginSocketOverhead is how many bytes go-plugin appends to the socket
@@ -163,7 +166,10 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 		AllowedProtocols: lc.protocols(),
 		// The task's environment is exactly what the job asked for.
 		SkipHostEnv: true,
-		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
+		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, pluginDir string) (runner.Runner, error) {
+			if err := givePluginDir(req, pluginDir); err != nil {
+				return nil, err
+			}
 			r, err := newPluginRunner(path, req, spec.Env)
 			if err != nil {
 				return nil, err
@@ -179,9 +185,12 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 		Stderr:          io.Discard,
 		StartTimeout:    d.timeout(ctx),
 		Logger:          logger.Named("go-plugin"),
-		GRPCDialOptions: []grpc.DialOption{noBrokerStream()},
+		GRPCDialOptions: []grpc.DialOption{noBrokerStream(),
+			// After go-plugin's own dialer: the last one given wins.
+			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return pr.dial(ctx) })},
 	}
 	client := plugin.NewClient(cc)
+	defer func() { pr.launched() }()
 	t, err := d.finish(ctx, client, lc, func() string { return pr.handshake() }, func() *proc {
 		if pr == nil {
 			return nil
@@ -193,30 +202,67 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 		return nil, fmt.Errorf("launch plugin %s: %w", path, err)
 	}
 	t.stdout = pr.stdoutR
-	rc := client.ReattachConfig()
-	if rc.Addr.Network() == "unix" {
+	// The address the plugin announced and the agent checked, not
+	// go-plugin's copy (a /proc/self/fd name for a unix socket).
+	a := pr.addr
+	if a == nil {
+		client.Kill()
+		return nil, fmt.Errorf("launch plugin %s: connected without a checked address", path)
+	}
+	if a.network == "unix" {
 		// go-plugin binds with the plugin's umask (0755 by default).
-		if err := TightenSocket(rc.Addr.String()); err != nil {
+		if err := TightenSocket(a.sockDir, a.rel); err != nil {
 			client.Kill()
 			return nil, fmt.Errorf("launch plugin %s: %w", path, err)
 		}
 	}
+	rc := client.ReattachConfig()
 	t.handle = &Handle{
 		Driver:     d.Name(),
 		Pid:        t.p.pid,
 		StartTime:  t.p.startTime,
-		SocketPath: socketPath(rc.Addr),
+		SocketPath: socketPathOf(a.network, a.addr),
 		Plugin:     req.Plugin,
 		CgroupPath: cgroupPath(req.Cgroup),
+		SocketDir:  req.SocketDir,
 		Reattach: &ReattachRecord{
 			Protocol:        string(rc.Protocol),
 			ProtocolVersion: client.NegotiatedVersion(),
-			Network:         rc.Addr.Network(),
-			Addr:            rc.Addr.String(),
+			Network:         a.network,
+			Addr:            a.addr,
 			Pid:             t.p.pid,
 		},
 	}
 	return t, nil
+}
+
+// givePluginDir makes go-plugin's per-launch socket directory (which the
+// host side creates, 0700, inside the task's socket directory) the task
+// user's, so that a plugin running as its `user` can bind its socket
+// there. The task owns the directory it is in and could have swapped the
+// new one for a link: it is opened beneath its parent, through no link,
+// and chowned through its descriptor.
+func givePluginDir(req *StartRequest, pluginDir string) error {
+	if req.User == nil {
+		return nil
+	}
+	if filepath.Dir(pluginDir) != filepath.Clean(req.SocketDir) {
+		return fmt.Errorf("go-plugin's socket directory %s is not in the task's %s", pluginDir, req.SocketDir)
+	}
+	parent, err := beneath.Open(req.SocketDir)
+	if err != nil {
+		return fmt.Errorf("plugin socket directory: %w", err)
+	}
+	defer parent.Close()
+	d, err := parent.OpenDir(filepath.Base(pluginDir))
+	if err != nil {
+		return fmt.Errorf("plugin socket directory: %w", err)
+	}
+	defer d.Close()
+	if err := d.Chown(int(req.User.UID), int(req.User.GID)); err != nil {
+		return fmt.Errorf("plugin socket directory: %w", err)
+	}
+	return nil
 }
 
 // connect is client.Client, with a panic in go-plugin's handshake turned
@@ -328,12 +374,30 @@ func (d *GoPlugin) Recover(ctx context.Context, h *Handle, logger hclog.Logger) 
 	if logger == nil {
 		logger = d.cfg.Logger
 	}
-	addr, err := ReattachAddr(rec.Network, rec.Addr)
+	p, err := adopt(h.Pid, h.StartTime, d.cfg.Watcher, h.Cgroup)
 	if err != nil {
 		return nil, err
 	}
-	p, err := adopt(h.Pid, h.StartTime, d.cfg.Watcher, h.Cgroup)
+	// The recorded address is checked again, as at the launch (see
+	// handshake.go): the task had the time the agent was down to change
+	// its socket directory.
+	id := taskIdentity{pid: p.pid, cg: h.Cgroup}
+	pa, sock, err := recheckAddr(h, id)
 	if err != nil {
+		// Our task (its start time says so), but not on a socket of its
+		// own: killed like one that does not answer, below.
+		return nil, killUnreachable(p, fmt.Errorf("reattach pid %d: %w", h.Pid, err))
+	}
+	if sock != nil {
+		defer sock.Close()
+	}
+	addrStr := rec.Addr
+	if sock != nil {
+		addrStr = beneath.ProcPathOf(sock)
+	}
+	addr, err := ReattachAddr(rec.Network, addrStr)
+	if err != nil {
+		p.release()
 		return nil, err
 	}
 	detached := make(chan struct{})
@@ -350,24 +414,18 @@ func (d *GoPlugin) Recover(ctx context.Context, h *Handle, logger hclog.Logger) 
 				return &attachedRunner{p: p, detached: detached}, nil
 			},
 		},
-		SyncStdout:      logWriter(logger.Named("stdout")),
-		SyncStderr:      logWriter(logger.Named("stderr")),
-		Stderr:          io.Discard,
-		Logger:          logger.Named("go-plugin"),
-		GRPCDialOptions: []grpc.DialOption{noBrokerStream()},
+		SyncStdout: logWriter(logger.Named("stdout")),
+		SyncStderr: logWriter(logger.Named("stderr")),
+		Stderr:     io.Discard,
+		Logger:     logger.Named("go-plugin"),
+		GRPCDialOptions: []grpc.DialOption{noBrokerStream(),
+			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return pa.dial(ctx, id) })},
 	}
 	client := plugin.NewClient(cc)
 	t, err := d.finish(ctx, client, lc, func() string { return "" }, func() *proc { return p })
 	if err != nil {
-		// The start time proved the process is our task, but we cannot
-		// talk to it: kill it (bounded), so that the caller's restart does
-		// not run a second copy next to it.
-		kctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		kerr := p.kill(kctx, syscall.SIGKILL, 0)
-		cancel()
 		close(detached)
-		p.release()
-		return nil, errors.Join(fmt.Errorf("reattach pid %d at %s: %w", h.Pid, rec.Addr, err), kerr)
+		return nil, killUnreachable(p, fmt.Errorf("reattach pid %d at %s: %w", h.Pid, rec.Addr, err))
 	}
 	t.detached = detached
 	hc := *h
@@ -499,14 +557,53 @@ func (r *attachedRunner) ID() string { return fmt.Sprint(r.p.pid) }
 func (r *attachedRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
 func (r *attachedRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }
 
-// socketPath is the handle's (and the registry's) form of a plugin's
+// killUnreachable kills a re-adopted task the agent cannot talk to: the
+// start time proved the process is our task, so the restart that follows
+// must not run a second copy next to it. The kill is bounded.
+func killUnreachable(p *proc, err error) error {
+	kctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	kerr := p.kill(kctx, syscall.SIGKILL, 0)
+	cancel()
+	p.release()
+	return errors.Join(err, kerr)
+}
+
+// recheckAddr checks a reattach record's address as a launch's (a handle
+// recorded before handles carried their socket directory is taken from
+// the socket path's directories: <task socket dir>/plugin-dir*/plugin*).
+// For a unix socket it returns the checked socket's descriptor too.
+func recheckAddr(h *Handle, id taskIdentity) (*pluginAddr, *os.File, error) {
+	rec := h.Reattach
+	network := rec.Network
+	if network == "" {
+		network = "unix"
+	}
+	dir := h.SocketDir
+	if dir == "" && network == "unix" {
+		dir = filepath.Dir(filepath.Dir(rec.Addr))
+	}
+	a, err := checkAnnounced(dir, network, rec.Addr, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if a.network != "unix" {
+		return a, nil, nil
+	}
+	f, err := a.openSocket()
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, f, nil
+}
+
+// socketPathOf is the handle's (and the registry's) form of a plugin's
 // address: a unix socket's path, or dynamic.TCPPrefix and host:port for a
 // plugin that serves TCP (go-plugin's Python example).
-func socketPath(a net.Addr) string {
-	if a.Network() == "tcp" {
-		return dynamic.TCPPrefix + a.String()
+func socketPathOf(network, addr string) string {
+	if network == "tcp" {
+		return dynamic.TCPPrefix + addr
 	}
-	return a.String()
+	return addr
 }
 
 // ReattachAddr is the net.Addr of a reattach record's network and address.

@@ -212,3 +212,67 @@ func assertIdentity(t *testing.T, task PluginTask) {
 		t.Fatalf("identity: info %v, probe %v, probe error %v", id.Info, id.Probe, id.ProbeErr)
 	}
 }
+
+// A go_plugin task with a user runs as that user, as a raw_exec one does
+// (on main it ran as root whatever its `user` said), and its socket is its
+// own.
+func TestGoPluginRunsAsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("running as another user needs root")
+	}
+	// Where nobody may run the plugin and bind its socket: world-searchable
+	// directories, the socket directory nobody's own.
+	dir, err := os.MkdirTemp("", "gpuser")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "plugin")
+	b, err := os.ReadFile(testPlugin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sockDir := filepath.Join(dir, "s")
+	if err := os.Mkdir(sockDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(sockDir, int(nobody.UID), int(nobody.GID)); err != nil {
+		t.Fatal(err)
+	}
+	errPath := filepath.Join(dir, "stderr")
+	errFile, err := os.Create(errPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errFile.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	task, err := newGoPlugin(t, newWatcher(t)).Start(ctx, &StartRequest{
+		Command: bin, Env: []string{"PATH=/usr/bin:/bin"}, SocketDir: sockDir, User: nobody,
+		Stdout: errFile, Stderr: errFile,
+	})
+	if err != nil {
+		out, _ := os.ReadFile(errPath)
+		t.Fatalf("%v\nplugin stderr:\n%s", err, out)
+	}
+	killOnCleanup(t, task.Handle().Pid)
+	t.Cleanup(task.Detach)
+	status, err := os.ReadFile("/proc/" + itoa(task.Handle().Pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(status), "\nUid:\t65534\t65534\t65534\t65534\n") {
+		t.Fatalf("plugin is not running as nobody:\n%s", status)
+	}
+	fi, err := os.Stat(task.Handle().SocketPath)
+	if err != nil || fi.Sys().(*syscall.Stat_t).Uid != nobody.UID {
+		t.Fatalf("socket %s: %v (%v), want nobody's", task.Handle().SocketPath, fi, err)
+	}
+	assertIdentity(t, task.(PluginTask))
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/pluginhost/pluginhost/host/nsexec"
+	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
 // pluginRunner is our go-plugin runner.Runner. It exists for one reason
@@ -29,10 +31,20 @@ type pluginRunner struct {
 	// (go-plugin's client does not say which protocol it refused).
 	line *lineRecorder
 	cg   Cgroup
+
+	// sockDir is the task's socket directory; addr is the address the
+	// plugin announced once PluginToHost accepted it, and sock the
+	// checked socket's descriptor, held until the launch is done (the
+	// net/rpc client dials through it).
+	sockDir string
+	addr    *pluginAddr
+	sock    *os.File
 }
 
 func newPluginRunner(path string, req *StartRequest, pluginEnv []string) (*pluginRunner, error) {
-	cmd, err := taskCommand(path, req.Args, req, &nsexec.Spec{Mounts: req.Mounts, TaskDir: req.TaskDir}, nsexec.Namespaces{})
+	// The task's user too: a go_plugin task with `user` runs as that
+	// user, as a raw_exec one does.
+	cmd, err := taskCommand(path, req.Args, req, hostSpec(req), nsexec.Namespaces{})
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +52,7 @@ func newPluginRunner(path string, req *StartRequest, pluginEnv []string) (*plugi
 	env := append([]string{}, req.Env...)
 	cmd.Env = append(env, pluginEnv...)
 	cmd.Stderr = req.Stderr
-	return &pluginRunner{cmd: cmd, line: &lineRecorder{}, cg: req.Cgroup}, nil
+	return &pluginRunner{cmd: cmd, line: &lineRecorder{}, cg: req.Cgroup, sockDir: req.SocketDir}, nil
 }
 
 func (r *pluginRunner) Start(ctx context.Context) error {
@@ -126,7 +138,47 @@ func (r *pluginRunner) Kill(ctx context.Context) error {
 	return r.p.kill(ctx, syscall.SIGKILL, 0)
 }
 
-func (r *pluginRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
+// PluginToHost accepts the address the plugin announced only if it is the
+// task's own (see handshake.go); a unix socket is handed to go-plugin by
+// its descriptor's name.
+func (r *pluginRunner) PluginToHost(network, addr string) (string, string, error) {
+	if r.p == nil {
+		return "", "", errors.New("plugin handshake before the plugin started")
+	}
+	a, err := checkAnnounced(r.sockDir, network, addr, taskIdentity{pid: r.p.pid, cg: r.cg})
+	if err != nil {
+		return "", "", err
+	}
+	r.addr = a
+	if network != "unix" {
+		return network, addr, nil
+	}
+	f, err := a.openSocket()
+	if err != nil {
+		return "", "", err
+	}
+	r.sock = f
+	return network, beneath.ProcPathOf(f), nil
+}
+
+// launched drops what only the launch needed: the socket's descriptor.
+func (r *pluginRunner) launched() {
+	if r != nil && r.sock != nil {
+		_ = r.sock.Close()
+		r.sock = nil
+	}
+}
+
+// dial is the gRPC dialer of the launch's client: every connection, the
+// first and any reconnect, goes through the check of the announced
+// address.
+func (r *pluginRunner) dial(ctx context.Context) (net.Conn, error) {
+	if r == nil || r.addr == nil || r.p == nil {
+		return nil, errors.New("plugin address not announced yet")
+	}
+	return r.addr.dial(ctx, taskIdentity{pid: r.p.pid, cg: r.cg})
+}
+
 func (r *pluginRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }
 
 // closedIsEOF ends go-plugin's stdout scanner quietly when Detach closes our

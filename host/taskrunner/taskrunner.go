@@ -273,6 +273,7 @@ func (tr *TaskRunner) restore(ctx context.Context) (driver.Task, bool) {
 	h := rec.Handle
 	dh := toDriverHandle(h)
 	dh.Plugin = pluginSpec(tr.task)
+	dh.SocketDir = tr.req.SocketDir
 	// The group is the task's whether or not its leader is still alive:
 	// whatever is left in it goes when the launch ends (cgroup hook).
 	if cg, err := openCgroup(tr.cfg.Cgroups, h.CgroupPath); err != nil {

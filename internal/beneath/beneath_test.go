@@ -420,3 +420,57 @@ func TestMissingIsNotExist(t *testing.T) {
 		}
 	})
 }
+
+// DialPath reaches a socket served by its owner, refuses one whose file
+// another user owns, links below a root, and a final link anywhere.
+func TestDialPath(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown needs root")
+	}
+	w := newWorld(t)
+	ctx := context.Background()
+	good := w.path("logs/p.sock")
+	l, err := net.Listen("unix", good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, cred, err := DialPath(ctx, good, []string{w.root})
+	if err != nil || int(cred.Pid) != os.Getpid() {
+		t.Fatalf("dial %v (%v)", cred, err)
+	}
+	_ = c.Close()
+	// Outside every root: the parent is taken as it is.
+	if c, _, err = DialPath(ctx, good, nil); err != nil {
+		t.Fatalf("dial outside the roots: %v", err)
+	}
+	_ = c.Close()
+	// A file owned by someone else than the process serving it.
+	other := w.path("logs/q.sock")
+	lo, err := net.Listen("unix", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lo.Close()
+	if err := os.Chown(other, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := DialPath(ctx, other, []string{w.root}); !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "served by a process of uid 0") {
+		t.Fatalf("mismatched owner: %v", err)
+	}
+	// A link to a socket, at the end or on the way, below a root; and at
+	// the end outside the roots.
+	symlink(t, good, w.path("link.sock"))
+	if err := os.Rename(w.path("logs"), w.path("logs2")); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, w.path("logs2"), w.path("logs"))
+	for _, c := range []struct {
+		path  string
+		roots []string
+	}{{w.path("link.sock"), []string{w.root}}, {w.path("logs/p.sock"), []string{w.root}}, {w.path("link.sock"), nil}} {
+		if _, _, err := DialPath(ctx, c.path, c.roots); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("DialPath(%s, %v) = %v, want a refusal", c.path, c.roots, err)
+		}
+	}
+}
