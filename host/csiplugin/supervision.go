@@ -1,10 +1,10 @@
 package csiplugin
 
 import (
-	"path/filepath"
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"

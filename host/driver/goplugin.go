@@ -180,11 +180,11 @@ func (d *GoPlugin) Start(ctx context.Context, req *StartRequest) (Task, error) {
 		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: req.SocketDir},
 		// Output the plugin writes through go-plugin's stdio stream; never
 		// parsed, only logged line by line.
-		SyncStdout:      logWriter(logger.Named("stdout")),
-		SyncStderr:      logWriter(logger.Named("stderr")),
-		Stderr:          io.Discard,
-		StartTimeout:    d.timeout(ctx),
-		Logger:          logger.Named("go-plugin"),
+		SyncStdout:   logWriter(logger.Named("stdout")),
+		SyncStderr:   logWriter(logger.Named("stderr")),
+		Stderr:       io.Discard,
+		StartTimeout: d.timeout(ctx),
+		Logger:       logger.Named("go-plugin"),
 		GRPCDialOptions: []grpc.DialOption{noBrokerStream(),
 			// After go-plugin's own dialer: the last one given wins.
 			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return pr.dial(ctx) })},

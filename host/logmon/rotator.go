@@ -24,11 +24,11 @@ import (
 // exclusively: a name something else holds is skipped, and said so in the
 // stream itself, the only reader the shipper has while it runs.
 type Rotator struct {
-	dir       *beneath.Dir
-	base      string
-	maxFiles  int
-	maxSize   int64
-	mode      os.FileMode
+	dir      *beneath.Dir
+	base     string
+	maxFiles int
+	maxSize  int64
+	mode     os.FileMode
 
 	f    *os.File
 	idx  int

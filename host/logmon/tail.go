@@ -18,12 +18,12 @@ import (
 // beneath Dir and never through a link (package beneath): a file that is
 // not one the shipper could have written is an error naming it.
 type Tail struct {
-	Dir  *beneath.Dir
-	Base string
-	W    io.Writer
-	index     int   // file being read, once started
-	offset    int64 // bytes of it already copied
-	started   bool
+	Dir     *beneath.Dir
+	Base    string
+	W       io.Writer
+	index   int   // file being read, once started
+	offset  int64 // bytes of it already copied
+	started bool
 }
 
 // CopyAvailable copies everything written since the last call, moving on

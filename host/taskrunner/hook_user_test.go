@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pluginhost/pluginhost/host/allocdir"
@@ -19,11 +19,11 @@ func TestUserHookResolves(t *testing.T) {
 	const group = 80000
 	cases := []struct {
 		name, driver, user string
-		dynamic           uint32
-		owners            allocdir.Owners
-		wantUID           uint32
-		wantNil           bool
-		wantGroup         bool
+		dynamic            uint32
+		owners             allocdir.Owners
+		wantUID            uint32
+		wantNil            bool
+		wantGroup          bool
 	}{
 		{"exec with a dynamic uid", jobspec.DriverExec, "", 80001, allocdir.Owners{Group: group}, 80001, false, true},
 		{"exec without range runs as nobody", jobspec.DriverExec, "", 0, allocdir.NoGroup(true), 65534, false, false},
