@@ -42,6 +42,10 @@ type ClientConfig struct {
 	// (the agent's metrics). Nil observes nothing: the client works the
 	// same without an agent.
 	Observer RPCObserver
+	// Dial, if set, connects to the socket instead of a plain dial: the
+	// agent's, which runs as root and must not be led to another
+	// process's socket by a plugin that replaced its own with a link.
+	Dial func(ctx context.Context, socket string) (net.Conn, error)
 }
 
 // Client is a CSI client for one plugin socket. It is safe for concurrent
@@ -93,6 +97,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		// Dial the path ourselves instead of through a "unix:" target URL,
 		// so that paths with '%', '?' or '#' in them work.
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			if cfg.Dial != nil {
+				return cfg.Dial(ctx, socket)
+			}
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", socket)
 		}),

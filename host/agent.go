@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -30,6 +31,7 @@ import (
 	"github.com/pluginhost/pluginhost/host/metrics"
 	"github.com/pluginhost/pluginhost/host/state"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
+	"github.com/pluginhost/pluginhost/internal/beneath"
 	"github.com/pluginhost/pluginhost/sdk"
 )
 
@@ -154,13 +156,17 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	closers = append(closers, a.registry.Shutdown)
 	a.follower = events.NewRegistryFollower(a.registry, a.events.Publish, &a.wg)
 
+	dialPlugin, err := pluginDialer(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	a.csi, err = plugins.NewManager(plugins.ManagerConfig{
 		Registry:            a.registry,
 		Logger:              logger,
 		FingerprintInterval: cfg.CSI.FingerprintInterval,
 		FingerprintTimeout:  cfg.CSI.ProbeTimeout,
 		OnHealthChange:      func(ev plugins.HealthEvent) { onHealthChange(a.events.Publish, a.volumes, a.csi, ev) },
-		Client:              csi.ClientConfig{Observer: a.metrics},
+		Client:              csi.ClientConfig{Observer: a.metrics, Dial: dialPlugin},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent: csi manager: %w", err)
@@ -263,6 +269,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		Conns:         a.csi,
 		RPCObserver:   a.metrics,
 		Health:        a.health,
+		Dial:          dialPlugin,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent: csi plugin supervisor: %w", err)
@@ -281,6 +288,26 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		return hooks
 	}
 	return a, nil
+}
+
+// pluginDialer is how the agent connects to a plugin's socket by its
+// path (CSI fingerprints, probes, volume calls): the agent is root, and a
+// plugin may replace its socket with a link to another process's. Below
+// the socket root and the data dir no link is followed, and the process
+// listening must own the socket file (beneath.DialPath).
+func pluginDialer(cfg *config.Config) (func(ctx context.Context, socket string) (net.Conn, error), error) {
+	root, err := taskrunner.SocketRoot(cfg.DataDir, cfg.Plugin.SocketDir)
+	if err != nil {
+		return nil, err
+	}
+	roots := []string{root, cfg.DataDir}
+	return func(ctx context.Context, socket string) (net.Conn, error) {
+		c, _, err := beneath.DialPath(ctx, socket, roots)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}, nil
 }
 
 // dynamicIDs is the pool of the users block's range, nil when it is off

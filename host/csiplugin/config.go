@@ -1,14 +1,15 @@
 package csiplugin
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
 
 	"github.com/pluginhost/pluginhost/csi"
 	"github.com/pluginhost/pluginhost/dynamic"
@@ -60,6 +61,9 @@ type Config struct {
 	// RPCObserver, if set, is told about every Probe and GetPluginInfo
 	// the supervision makes (the agent's metrics).
 	RPCObserver csi.RPCObserver
+	// Dial, if set, is how the supervisor connects to a plugin's socket
+	// (csi.ClientConfig.Dial) and checks that something listens there.
+	Dial func(ctx context.Context, socket string) (net.Conn, error)
 	// Health, if set, is kept up to date with every generic plugin
 	// allocation's latest health check (CSI plugins' health is the CSI
 	// manager's fingerprint). Optional.

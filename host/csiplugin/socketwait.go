@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
 // waitForSocket returns nil once path exists and is a unix socket, or ctx's
@@ -138,15 +140,24 @@ var errSocketTimeout = errors.New("plugin socket never appeared")
 // reconnect backoff ran out; a plain dial retried after a millisecond or
 // two costs nothing. Only ECONNREFUSED is retried (and ENOENT, for a socket
 // replaced in between); anything else is for the probe to report.
-func waitListening(ctx context.Context, path string, maxWait time.Duration) error {
+//
+// dial, if not nil, is the agent's dial of a plugin socket (ClientConfig's
+// Dial): a refusal of a planted link is reported at once, like any error
+// that is not a refused connection.
+func waitListening(ctx context.Context, path string, maxWait time.Duration, dial func(context.Context, string) (net.Conn, error)) error {
 	wait := time.Millisecond
 	t := time.NewTimer(0)
 	defer t.Stop()
 	<-t.C
-	var d net.Dialer
+	if dial == nil {
+		dial = func(ctx context.Context, p string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", p)
+		}
+	}
 	var refused error
 	for {
-		c, err := d.DialContext(ctx, "unix", path)
+		c, err := dial(ctx, path)
 		if err == nil {
 			return c.Close()
 		}
@@ -157,6 +168,8 @@ func waitListening(ctx context.Context, path string, maxWait time.Duration) erro
 			// The deadline cut a dial short (the dialer's own timer can fire
 			// a moment before ctx reports it); the refusal before it is the
 			// news.
+		case errors.Is(err, beneath.ErrUnsafe):
+			return err
 		default:
 			return nil
 		}

@@ -193,7 +193,7 @@ func TestWaitListeningBetweenBindAndListen(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	err = waitListening(ctx, sock, time.Millisecond)
+	err = waitListening(ctx, sock, time.Millisecond, nil)
 	cancel()
 	if !errors.Is(err, unix.ECONNREFUSED) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("bound but not listening: err = %v, want refused and the deadline", err)
@@ -201,7 +201,7 @@ func TestWaitListeningBetweenBindAndListen(t *testing.T) {
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	errc := make(chan error, 1)
-	go func() { errc <- waitListening(ctx, sock, time.Millisecond) }()
+	go func() { errc <- waitListening(ctx, sock, time.Millisecond, nil) }()
 	if err := unix.Listen(fd, 1); err != nil {
 		t.Fatal(err)
 	}

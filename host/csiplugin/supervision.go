@@ -160,6 +160,7 @@ func (sv *supervision) newClient() (*csi.Client, error) {
 		// heartbeat's answer about now.
 		Retry:    csi.RetryPolicy{MaxAttempts: 1, AttemptTimeout: cfg.ProbeTimeout},
 		Observer: cfg.RPCObserver,
+		Dial:     cfg.Dial,
 	}
 	if sv.s.goPlugin {
 		if pt, ok := sv.task.(driver.PluginTask); ok {
@@ -230,7 +231,7 @@ func (sv *supervision) waitReady(ctx context.Context, client checker) (*registra
 			}
 			return nil, fmt.Errorf("%w: %s", errSocketTimeout, sv.socket)
 		}
-		if err := waitListening(hctx, sv.socket, cfg.ReadyBackoffMax); err != nil {
+		if err := waitListening(hctx, sv.socket, cfg.ReadyBackoffMax, sv.s.cfg.Dial); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}

@@ -63,6 +63,16 @@ func SocketDir(dataDir, override, allocID string) (string, error) {
 		tried[0], allocID, SocketBudget, MaxSocketPath, tried)
 }
 
+// SocketRoot is the root under which SocketDir puts every allocation's
+// socket directory for this data dir (allocation IDs all have one length).
+func SocketRoot(dataDir, override string) (string, error) {
+	d, err := SocketDir(dataDir, override, "00000000-0000-4000-8000-000000000000")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(d), nil
+}
+
 func socketRoots(dataDir, override string) []string {
 	if override != "" {
 		return []string{override}
