@@ -57,6 +57,8 @@ func eval(prog []unix.SockFilter, c call) (action uint32, readArgs bool, err err
 			} else {
 				pc += int(in.Jf)
 			}
+		case ja:
+			pc += int(in.K)
 		case ret:
 			return in.K, readArgs, nil
 		default:
@@ -298,6 +300,44 @@ func TestAssembleRefusesBadTables(t *testing.T) {
 	} {
 		if _, err := assemble(rs); err == nil {
 			t.Errorf("%s: assembled", name)
+		}
+	}
+}
+
+// A table too big for one conditional jump over half of it still
+// assembles, through ja, and decides every number.
+func TestAssembleLongJumps(t *testing.T) {
+	var rs []rule
+	for nr := uint32(0); nr < 600; nr += 2 {
+		r := deny(fmt.Sprint(nr), nr)
+		if nr%10 == 0 {
+			r.when = &argTest{arg: 1, op: in, values: []uint32{7}}
+		}
+		rs = append(rs, r)
+	}
+	prog, err := assemble(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := 0
+	for _, in := range prog {
+		if in.Code == ja {
+			long++
+		}
+	}
+	if long == 0 {
+		t.Fatalf("no ja in %d instructions", len(prog))
+	}
+	eperm := retErrno(unix.EPERM)
+	for nr := uint32(0); nr < 700; nr++ {
+		for _, arg := range []uint64{7, 8} {
+			want := uint32(retAllow)
+			if nr < 600 && nr%2 == 0 && (nr%10 != 0 || arg == 7) {
+				want = eperm
+			}
+			if got, _ := mustEval(t, prog, call{nr: nr, arch: auditArch, args: [6]uint64{0, arg}}); got != want {
+				t.Errorf("nr %d arg %d: %#x, want %#x", nr, arg, got, want)
+			}
 		}
 	}
 }
