@@ -49,8 +49,10 @@ func Install(p Policy) error {
 	}
 	runtime.LockOSThread()
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	// No flags: not TSYNC (see the package doc), and not SPEC_ALLOW, whose
-	// default the kernel's spec_store_bypass_disable setting decides.
+	// No flags: not TSYNC (see the package doc), and not SPEC_ALLOW, so
+	// whether a filtered task gets the kernel's speculation mitigations
+	// stays the administrator's choice (spec_store_bypass_disable,
+	// spectre_v2_user).
 	_, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
 	runtime.KeepAlive(prog)
 	switch errno {
@@ -144,7 +146,7 @@ const (
 // action cache can evaluate without running it (loads of nr and arch,
 // jumps on constants, constant returns): every syscall number not tested
 // on its arguments is then allowed or refused once per filter, when it is
-// installed, and the filter costs those calls nothing at run time.
+// installed, and the filter itself never runs for those calls.
 // The rules may come in any order.
 func assemble(rs []rule) ([]unix.SockFilter, error) {
 	prog := []unix.SockFilter{
