@@ -210,7 +210,12 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		PluginSets: sdk.HostPlugins(),
 		Dispense:   sdk.PluginCSI,
 		Logger:     logger.Named("go_plugin"),
-	}, cfg.Containment.ChrootEnv)
+	}, driver.ExecOptions{
+		ChrootEnv:    cfg.Containment.ChrootEnv,
+		AllowHostPID: cfg.Containment.Exec.AllowPIDModeHost,
+		AllowHostIPC: cfg.Containment.Exec.AllowIPCModeHost,
+		Seccomp:      cfg.Containment.Exec.Seccomp,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("agent: drivers: %w", err)
 	}

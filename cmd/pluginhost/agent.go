@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/cli"
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 
 	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/examples"
@@ -84,6 +85,15 @@ func (c *AgentCommand) Run(args []string) int {
 // runAgent builds the agent from its configuration, serves the API and
 // blocks until ctx ends; it returns the process exit code.
 func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
+	// Descriptors the agent inherited (a shell's 7</, a supervisor's
+	// pipes) must not reach its tasks, its log shippers or its mount
+	// helpers: Go passes on every descriptor not marked close-on-exec,
+	// and marks only the ones it opens itself. runc closes everything
+	// above 2 before it execs a container for the same reason.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		ui.Error(fmt.Sprintf("mark inherited descriptors close-on-exec: %v", err))
+		return 1
+	}
 	var cfg *config.Config
 	if dev {
 		dir, err := devConfig()

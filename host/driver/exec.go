@@ -21,14 +21,27 @@ import (
 // the task's binary runs; processes, kills and re-adoption are raw_exec's.
 type Exec struct {
 	watcher *Watcher
-	// chrootEnv maps host paths to paths inside the task's root.
-	chrootEnv map[string]string
+	opts    ExecOptions
 }
 
-// NewExec returns the exec driver. chrootEnv maps host paths to paths in
-// a task's root (the agent's chroot_env, whose default is Nomad's).
-func NewExec(w *Watcher, chrootEnv map[string]string) *Exec {
-	return &Exec{watcher: w, chrootEnv: maps.Clone(chrootEnv)}
+// ExecOptions are the exec driver's options, from the agent's
+// configuration.
+type ExecOptions struct {
+	// ChrootEnv maps host paths to paths in a task's root (the agent's
+	// chroot_env, whose default is Nomad's).
+	ChrootEnv map[string]string
+	// AllowHostPID and AllowHostIPC let a task share the host's pid or
+	// ipc namespace (exec { allow_pid_mode_host, allow_ipc_mode_host }).
+	AllowHostPID, AllowHostIPC bool
+	// Seccomp starts every task under the default filter (package
+	// host/seccomp).
+	Seccomp bool
+}
+
+// NewExec returns the exec driver.
+func NewExec(w *Watcher, o ExecOptions) *Exec {
+	o.ChrootEnv = maps.Clone(o.ChrootEnv)
+	return &Exec{watcher: w, opts: o}
 }
 
 // Name implements Driver.
@@ -53,6 +66,14 @@ func (d *Exec) Start(ctx context.Context, req *StartRequest) (Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exec: %w", err)
 	}
+	// The job was checked at submission; a job recorded before the
+	// agent's configuration changed is checked again here.
+	if cfg.PIDMode == ModeHost && !d.opts.AllowHostPID {
+		return nil, errors.New(`exec: pid_mode = "host" is not allowed by this agent (exec { allow_pid_mode_host = true } in its configuration)`)
+	}
+	if cfg.IPCMode == ModeHost && !d.opts.AllowHostIPC {
+		return nil, errors.New(`exec: ipc_mode = "host" is not allowed by this agent (exec { allow_ipc_mode_host = true } in its configuration)`)
+	}
 	ns := nsexec.Namespaces{PID: cfg.PIDMode != ModeHost, IPC: cfg.IPCMode != ModeHost}
 	spec := &nsexec.Spec{
 		Mounts: req.Mounts,
@@ -60,6 +81,9 @@ func (d *Exec) Start(ctx context.Context, req *StartRequest) (Task, error) {
 			Dir: req.TaskDir, Binds: d.binds(), Alloc: req.SharedDir, WorkDir: req.WorkDir,
 		},
 		Cred: &nsexec.Cred{UID: req.User.UID, GID: req.User.GID, Groups: req.User.Groups, Caps: caps, KeepCaps: true},
+	}
+	if d.opts.Seccomp {
+		spec.Seccomp = &nsexec.Seccomp{DenyPtrace: !ns.PID}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -84,8 +108,8 @@ func (d *Exec) Start(ctx context.Context, req *StartRequest) (Task, error) {
 // binds are chroot_env as mounts, in target order so that a parent is
 // mounted before what goes inside it.
 func (d *Exec) binds() []nsexec.Mount {
-	out := make([]nsexec.Mount, 0, len(d.chrootEnv))
-	for src, dst := range d.chrootEnv {
+	out := make([]nsexec.Mount, 0, len(d.opts.ChrootEnv))
+	for src, dst := range d.opts.ChrootEnv {
 		out = append(out, nsexec.Mount{Source: src, Target: dst, ReadOnly: true})
 	}
 	slices.SortFunc(out, func(a, b nsexec.Mount) int { return strings.Compare(a.Target, b.Target) })

@@ -1,11 +1,15 @@
 package driver
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // execTree is a task dir and a shared alloc dir, as the task dir hook
@@ -34,7 +38,7 @@ func newExecTree(t *testing.T) execTree {
 
 func (tr execTree) run(t *testing.T, script string, user *User) (*ExitResult, string) {
 	t.Helper()
-	return runTask(t, NewExec(newWatcher(t), testChrootEnv), &StartRequest{
+	return runTask(t, NewExec(newWatcher(t), testExecOptions), &StartRequest{
 		Command: "/bin/sh", Args: []string{"-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
 		TaskDir: tr.taskDir, SharedDir: tr.shared, Exec: execConfig(t, ""), User: user,
 		MountHelper: []string{testNsexec},
@@ -122,5 +126,69 @@ func TestExecRootModes(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(tr.taskDir, "tmp")); err != nil || fi.Mode() != os.ModeDir|os.ModeSticky|0o777 {
 		t.Fatalf("task tmp/ on the host: %v (%v)", fi.Mode(), err)
+	}
+}
+
+// An exec task runs under the default seccomp filter (Nomad's exec driver
+// has none): a new user namespace, a mount, keyctl and bpf are refused
+// even to a task holding Nomad's default capabilities, ordinary work is
+// not; in the host's pid namespace ptrace is refused too.
+func TestExecSeccomp(t *testing.T) {
+	tr := newExecTree(t)
+	script := `grep '^Seccomp:' /proc/self/status; ` +
+		`unshare -U true 2>/dev/null && echo USERNS; ` +
+		`unshare -m true 2>/dev/null && echo MOUNTNS; ` +
+		`mount -t tmpfs none /tmp 2>/dev/null && echo MOUNTED; ` +
+		`sh -c 'echo child' ; echo done`
+	res, out := tr.run(t, script, nobody)
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %+v; output:\n%s", res, out)
+	}
+	for _, bad := range []string{"USERNS", "MOUNTNS", "MOUNTED"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the filter let %s through:\n%s", bad, out)
+		}
+	}
+	if !strings.Contains(out, "Seccomp:\t2") || !strings.Contains(out, "child\ndone") {
+		t.Fatalf("not filtered, or ordinary work refused:\n%s", out)
+	}
+}
+
+// pid_mode = "host" is the agent's to allow: a task recorded before the
+// configuration changed is refused at its launch too.
+func TestExecHostModesRefusedUnlessAllowed(t *testing.T) {
+	tr := newExecTree(t)
+	for _, c := range []struct {
+		cfg  *ExecConfig
+		want string
+	}{{&ExecConfig{PIDMode: ModeHost}, "pid_mode"}, {&ExecConfig{IPCMode: ModeHost}, "ipc_mode"}} {
+		_, err := NewExec(newWatcher(t), ExecOptions{ChrootEnv: testChrootEnv}).Start(context.Background(), &StartRequest{
+			Command: "/bin/true", TaskDir: tr.taskDir, SharedDir: tr.shared, Exec: c.cfg, User: nobody,
+			MountHelper: []string{testNsexec},
+		})
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "not allowed") {
+			t.Fatalf("%s host: %v", c.want, err)
+		}
+	}
+}
+
+// Only 0, 1 and 2 reach a task: a descriptor the agent inherited without
+// close-on-exec (a shell's 7</) does not, under exec or raw_exec.
+func TestInheritedDescriptorsDoNotReachTasks(t *testing.T) {
+	tr := newExecTree(t)
+	root, err := os.Open("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	// As inherited: no close-on-exec.
+	if _, err := unix.FcntlInt(root.Fd(), unix.F_SETFD, 0); err != nil {
+		t.Fatal(err)
+	}
+	fd := strconv.Itoa(int(root.Fd()))
+	script := `ls -l /proc/self/fd/` + fd + ` 2>/dev/null && echo LEAKED; echo checked`
+	res, out := tr.run(t, script, nobody)
+	if res.ExitCode != 0 || strings.Contains(out, "LEAKED") || !strings.Contains(out, "checked") {
+		t.Fatalf("exec task: %+v\n%s", res, out)
 	}
 }

@@ -30,6 +30,10 @@ func execConfig(t *testing.T, pidMode string, capDrop ...string) *ExecConfig {
 // testChrootEnv is Nomad's default chroot_env.
 var testChrootEnv = config.DefaultChrootEnv()
 
+// testExecOptions is the exec driver as an agent runs it by default, with
+// the host's pid namespace allowed for the tests that ask for it.
+var testExecOptions = ExecOptions{ChrootEnv: testChrootEnv, Seccomp: true, AllowHostPID: true}
+
 // runExec runs script under /bin/sh as an exec task in a fresh task dir and
 // returns its result and output.
 func runExec(t *testing.T, script string, cfg *ExecConfig, user *User, mounts []nsexec.Mount) (*ExitResult, string, string) {
@@ -50,7 +54,7 @@ func runExecEnv(t *testing.T, env map[string]string, script string, cfg *ExecCon
 			t.Fatal(err)
 		}
 	}
-	res, out := runTask(t, NewExec(newWatcher(t), env), &StartRequest{
+	res, out := runTask(t, NewExec(newWatcher(t), ExecOptions{ChrootEnv: env, Seccomp: true, AllowHostPID: true}), &StartRequest{
 		Command: "/bin/sh", Args: []string{"-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
 		TaskDir: taskDir, SharedDir: shared, Exec: cfg, User: user,
 		Mounts: mounts, MountHelper: []string{testNsexec},
@@ -133,7 +137,7 @@ func TestExecMissingCommand(t *testing.T) {
 		t.Skip("the exec driver needs root")
 	}
 	alloc := t.TempDir()
-	res, out := runTask(t, NewExec(newWatcher(t), testChrootEnv), &StartRequest{
+	res, out := runTask(t, NewExec(newWatcher(t), testExecOptions), &StartRequest{
 		Command: "no-such-binary", Env: []string{"PATH=/usr/bin:/bin"},
 		TaskDir: alloc, SharedDir: alloc, User: nobody, MountHelper: []string{testNsexec},
 	})

@@ -133,7 +133,7 @@ func TestMountTargetSymlinkRefused(t *testing.T) {
 			req.Mounts = []nsexec.Mount{{Source: vol, Target: filepath.Join(taskDir, "local", "data", "sub")}}
 			req.WorkDir = taskDir
 			if drv == "exec" {
-				d = NewExec(newWatcher(t), testChrootEnv)
+				d = NewExec(newWatcher(t), testExecOptions)
 				req.Mounts = []nsexec.Mount{{Source: vol, Target: "/local/data/sub"}}
 				req.User, req.Exec, req.WorkDir = nobody, execConfig(t, ""), ""
 			}

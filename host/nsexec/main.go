@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pluginhost/pluginhost/host/seccomp"
 	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
@@ -81,6 +82,20 @@ func setup(s *Spec, command string) (string, error) {
 		}
 	} else if err := bindHostVolumes(s); err != nil {
 		return "", err
+	}
+	// Only 0, 1 and 2 go to the task: a descriptor the agent inherited
+	// from whoever started it (a shell's 7</) would otherwise reach the
+	// task, as runc closes everything above 2 for the same reason.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return "", fmt.Errorf("close inherited descriptors: %w", err)
+	}
+	if s.Seccomp != nil {
+		// While still root with CAP_SYS_ADMIN (Nomad's exec tasks do not
+		// run with no_new_privs, which a filter installed later would
+		// need), and after every mount: the filter refuses mount.
+		if err := seccomp.Install(seccomp.Policy{DenyPtrace: s.Seccomp.DenyPtrace}); err != nil {
+			return "", err
+		}
 	}
 	if s.Cred != nil {
 		if err := become(s.Cred); err != nil {

@@ -23,6 +23,17 @@ type Spec struct {
 	// volume targets inside it are made without following a symlink out
 	// of it (see bind). An exec task's root is its task directory.
 	TaskDir string `json:"taskdir,omitempty"`
+	// Seccomp, when set, is the filter the task starts under (package
+	// host/seccomp): the exec driver's default, unless the agent's exec
+	// block turns it off.
+	Seccomp *Seccomp `json:"seccomp,omitempty"`
+}
+
+// Seccomp is the task's seccomp policy.
+type Seccomp struct {
+	// DenyPtrace refuses ptrace and process_vm_*: the task shares the
+	// host's pid namespace, where it sees processes that are not its own.
+	DenyPtrace bool `json:"denyptrace,omitempty"`
 }
 
 // Mount is one bind mount into a task's namespace.
@@ -98,7 +109,7 @@ func (s *Spec) Check() error {
 // helper; a spec with only a plain user change does not (the driver sets
 // the credential itself).
 func (s *Spec) Needed() bool {
-	return len(s.Mounts) > 0 || s.Root != nil || (s.Cred != nil && (s.Cred.Caps != nil || s.Cred.KeepCaps))
+	return len(s.Mounts) > 0 || s.Root != nil || s.Seccomp != nil || (s.Cred != nil && (s.Cred.Caps != nil || s.Cred.KeepCaps))
 }
 
 // Argv is the helper's command line: helper (the helper binary and its

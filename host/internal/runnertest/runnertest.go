@@ -84,7 +84,7 @@ func New[C any, R Runner](t testing.TB, dataDir string,
 	}
 	a.Drivers, err = driver.Builtin(a.Watcher, &driver.GoPluginConfig{
 		Handshake: sdk.Handshake(), PluginSets: sdk.HostPlugins(), Dispense: sdk.PluginCSI,
-	}, nil)
+	}, driver.ExecOptions{Seccomp: true})
 	if err != nil {
 		t.Fatal(err)
 	}

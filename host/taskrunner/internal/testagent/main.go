@@ -41,7 +41,7 @@ func run(args []string) error {
 	}
 	drivers, err := driver.Builtin(w, &driver.GoPluginConfig{
 		Handshake: sdk.Handshake(), PluginSets: sdk.HostPlugins(), Dispense: sdk.PluginCSI,
-	}, nil)
+	}, driver.ExecOptions{Seccomp: true})
 	if err != nil {
 		return err
 	}
