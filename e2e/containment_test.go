@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -134,8 +135,9 @@ func TestContainmentStopKillsDescendants(t *testing.T) {
 	}
 }
 
-// An exec task sees its own root, runs as nobody, is pid 1 of its own pid
-// namespace, and finds NOMAD_* paths inside its root.
+// An exec task sees its own root, runs as a uid of its own from the
+// dynamic range (nobody on Nomad), is pid 1 of its own pid namespace, and
+// finds NOMAD_* paths inside its root.
 func TestContainmentExecIsolation(t *testing.T) {
 	needCgroups(t)
 	t.Parallel()
@@ -146,16 +148,20 @@ func TestContainmentExecIsolation(t *testing.T) {
 	script := fmt.Sprintf(`{ id -u; echo $$; echo $NOMAD_TASK_DIR $NOMAD_ALLOC_DIR; test -e %q && echo HOST || echo hidden; test -d /local && echo local; } > /alloc/out.tmp && mv /alloc/out.tmp /alloc/out`, hostFile)
 	alloc := a.runJob("iso", jobHCL("iso", noRestart, execTask("t", e.markerFor("iso"), script)))[0]
 	got := e.allocFile(t, a, alloc, "out")
-	if want := "65534\n1\n/local /alloc\nhidden\nlocal\n"; got != want {
-		t.Fatalf("exec task reported %q, want %q", got, want)
+	uid, rest, _ := strings.Cut(got, "\n")
+	if n, err := strconv.Atoi(uid); err != nil || n < 80000 || n > 89999 {
+		t.Fatalf("exec task ran as uid %q, want one of the dynamic range 80000-89999", uid)
+	}
+	if want := "1\n/local /alloc\nhidden\nlocal\n"; rest != want {
+		t.Fatalf("exec task reported %q, want %q", rest, want)
 	}
 	a.waitAlloc(alloc, "dead", taskDead("t"))
 	assertNoCgroups(t, e.cgroupParent)
 }
 
-// An exec task running as nobody writes into a root-owned CSI volume (as on
-// Nomad, through CAP_DAC_OVERRIDE); a second job reads the file back; the
-// claims are released and nothing stays mounted.
+// An exec task running as its dynamic uid writes into a root-owned CSI
+// volume (as on Nomad, through CAP_DAC_OVERRIDE); a second job reads the
+// file back; the claims are released and nothing stays mounted.
 func TestContainmentExecVolume(t *testing.T) {
 	needCgroups(t)
 	t.Parallel()
@@ -168,8 +174,9 @@ func TestContainmentExecVolume(t *testing.T) {
 	w := execTask("w", e.markerFor("w"), `id -u > /srv/data/who && cp /srv/data/who /alloc/wrote`)
 	w.extra = volumeMount("data", "/srv/data", false)
 	alloc := a.runJob("writer", jobHCL("writer", noRestart+vb, w))[0]
-	if got := e.allocFile(t, a, alloc, "wrote"); got != "65534\n" {
-		t.Fatalf("writer: %q", got)
+	wrote := e.allocFile(t, a, alloc, "wrote")
+	if n, err := strconv.Atoi(strings.TrimSpace(wrote)); err != nil || n < 80000 || n > 89999 {
+		t.Fatalf("writer: %q, want a uid of the dynamic range", wrote)
 	}
 	a.stopJob("writer")
 	a.waitVolume("data", "claims released", noClaims)
@@ -177,8 +184,8 @@ func TestContainmentExecVolume(t *testing.T) {
 	r := execTask("r", e.markerFor("r"), `cp /srv/data/who /alloc/read`)
 	r.extra = volumeMount("data", "/srv/data", true)
 	alloc = a.runJob("reader", jobHCL("reader", noRestart+vb, r))[0]
-	if got := e.allocFile(t, a, alloc, "read"); got != "65534\n" {
-		t.Fatalf("reader read back %q", got)
+	if got := e.allocFile(t, a, alloc, "read"); got != wrote {
+		t.Fatalf("reader read back %q, want %q", got, wrote)
 	}
 	a.stopJob("reader")
 	a.waitVolume("data", "claims released", noClaims)

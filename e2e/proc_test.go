@@ -259,13 +259,16 @@ func unmountUnder(t testing.TB, root string) {
 }
 
 // volumeMounts returns the mounts under the env's data dir other than the
-// CSI mount root itself, which the agent keeps as a shared bind mount of
-// itself: what a volume left behind.
+// agent's own: the CSI mount root (a shared bind mount of itself) and the
+// task-writable trees it makes nosuid,nodev binds of themselves (alloc/,
+// sockets/). What is left is what a volume left behind.
 func (e *env) volumeMounts(t testing.TB) []string {
 	t.Helper()
 	var out []string
 	for _, m := range mountsUnder(t, e.dataDir) {
-		if m != filepath.Join(e.dataDir, "csi") {
+		switch m {
+		case filepath.Join(e.dataDir, "csi"), filepath.Join(e.dataDir, "alloc"), filepath.Join(e.dataDir, "sockets"):
+		default:
 			out = append(out, m)
 		}
 	}

@@ -353,10 +353,15 @@ func TestPluginSocketModes(t *testing.T) {
 	if len(allocDirs) != 2 {
 		t.Fatalf("socket dirs of the two allocations: %v (registry %+v)", allocDirs, list)
 	}
+	// The root and each allocation's directory are passed through (0711:
+	// a task with a user of its own reaches its socket, and no one lists
+	// them); each task's directory below is 0700.
 	sockets := 0
 	for dir := range allocDirs {
-		if fi, err := os.Stat(filepath.Dir(dir)); err != nil || fi.Mode().Perm() != 0o700 {
-			t.Errorf("socket root %s: %v, %v; want 0700", filepath.Dir(dir), fi.Mode(), err)
+		for _, d := range []string{filepath.Dir(dir), dir} {
+			if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o711 {
+				t.Errorf("socket directory %s: %v, %v; want 0711", d, fi.Mode(), err)
+			}
 		}
 		walkSockets(t, dir, &sockets)
 	}
@@ -377,6 +382,7 @@ func walkSockets(t *testing.T, root string, sockets *int) {
 			return err
 		}
 		switch {
+		case d.IsDir() && p == root:
 		case d.IsDir():
 			if fi.Mode().Perm() != 0o700 {
 				t.Errorf("socket directory %s: mode %v, want 0700", p, fi.Mode().Perm())

@@ -93,6 +93,11 @@ type Agent struct {
 	// follower follows the registry's events of every plugin type.
 	follower *events.RegistryFollower
 
+	// mountRoot is the CSI mount root; trees are the task-writable trees
+	// the agent made nosuid,nodev mounts (mountroot.go).
+	mountRoot *mountRoot
+	trees     []string
+
 	wg sync.WaitGroup
 }
 
@@ -173,7 +178,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	}
 
 	a.volumes, err = volumes.NewVolumeManager(volumes.VolumeManagerConfig{
-		Store: a.db, Plugins: a.csi, Logger: logger, Allocs: a.db,
+		Store: a.db, Plugins: a.csi, Logger: logger, Allocs: a.db, MountRoot: filepath.Join(cfg.DataDir, "csi"),
 		OnChange: func(v *volumes.Volume, deleted bool) { onVolumeChange(a.events.Publish, a.volumes, a.csi, v, deleted) },
 	})
 	if err != nil {
@@ -256,25 +261,21 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		Logger:     logger,
 	}
 	a.runnerCfg = factory.runners
-	mountRoot := filepath.Join(cfg.DataDir, "csi")
-	if err := shareMountRoot(mountRoot); err != nil {
-		// Without privileges nothing can be mounted anyway; volumes will
-		// fail with the plugin's own error.
-		if !errNotPrivileged(err) {
-			return nil, fmt.Errorf("agent: %w", err)
-		}
-		logger.Warn("CSI mount root not shared; tasks with volumes may keep copies of unstaged mounts", "error", err)
+	a.mountRoot = &mountRoot{dir: filepath.Join(cfg.DataDir, "csi")}
+	if err := a.containTrees(); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
 	}
 	csiHooks, err := csiplugin.NewHook(csiplugin.Config{
-		Registry:      a.registry,
-		MountRoot:     mountRoot,
-		Logger:        logger,
-		ProbeInterval: cfg.CSI.FingerprintInterval,
-		ProbeTimeout:  cfg.CSI.ProbeTimeout,
-		Conns:         a.csi,
-		RPCObserver:   a.metrics,
-		Health:        a.health,
-		Dial:          dialPlugin,
+		Registry:        a.registry,
+		MountRoot:       a.mountRoot.dir,
+		EnsureMountRoot: a.mountRoot.Ensure,
+		Logger:          logger,
+		ProbeInterval:   cfg.CSI.FingerprintInterval,
+		ProbeTimeout:    cfg.CSI.ProbeTimeout,
+		Conns:           a.csi,
+		RPCObserver:     a.metrics,
+		Health:          a.health,
+		Dial:            dialPlugin,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent: csi plugin supervisor: %w", err)
@@ -293,6 +294,46 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		return hooks
 	}
 	return a, nil
+}
+
+// containTrees makes the trees tasks write nosuid,nodev mounts of their
+// own (see mountroot.go): the allocation tree and the socket root.
+func (a *Agent) containTrees() error {
+	sockRoot, err := taskrunner.SocketRoot(a.cfg.DataDir, a.cfg.Plugin.SocketDir)
+	if err != nil {
+		return err
+	}
+	for _, dir := range []string{filepath.Join(a.cfg.DataDir, "alloc"), sockRoot} {
+		if err := containTree(dir); err != nil {
+			if errNotPrivileged(err) {
+				a.logger.Warn("task directories not mounted nosuid,nodev (no privileges)", "dir", dir, "error", err)
+				continue
+			}
+			return err
+		}
+		a.trees = append(a.trees, dir)
+	}
+	return nil
+}
+
+// releaseMounts removes, at a clean stop, the mounts and the parent cgroup
+// nothing needs any more (mountroot.go, cgroup.Manager.RemoveParent).
+func (a *Agent) releaseMounts() {
+	if a.mountRoot != nil {
+		if err := a.mountRoot.Release(); err != nil {
+			a.logger.Warn("CSI mount root not released", "error", err)
+		}
+	}
+	for _, dir := range a.trees {
+		if err := releaseTree(dir); err != nil {
+			a.logger.Warn("task directory mount not released", "dir", dir, "error", err)
+		}
+	}
+	if a.cgroups != nil {
+		if _, err := a.cgroups.RemoveParent(); err != nil {
+			a.logger.Warn("parent cgroup not removed", "error", err)
+		}
+	}
 }
 
 // pluginDialer is how the agent connects to a plugin's socket by its
@@ -521,6 +562,7 @@ func (a *Agent) shutdown() {
 	if err := a.db.Close(); err != nil {
 		a.logger.Warn("state store close", "error", err)
 	}
+	a.releaseMounts()
 	a.logger.Info("agent stopped; tasks keep running")
 }
 

@@ -4,17 +4,95 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/pluginhost/pluginhost/internal/mountinfo"
 )
 
-// shareMountRoot makes dir (the CSI plugins' mount root, under which every
-// volume is staged and published) a shared mount, binding it onto itself
-// first if it is not a mount point, as kubelet does with its own root.
+// The agent keeps two kinds of mounts of its own, each only while it is
+// needed:
 //
-// Why: each task with volumes runs in a mount namespace of its own
+//   - The trees tasks write (<data_dir>/alloc and the socket root) are
+//     nosuid,nodev mounts of their own: a task holding Nomad's default
+//     capabilities can chown a copy of a shell to root and set its setuid
+//     bit, or mknod a node of the host's disk, and another local user
+//     reaching that file through the host's path would get root or the
+//     disk. Made at start, before any task; kept while allocations exist
+//     (tasks outlive the agent), removed at a clean stop when none do.
+//   - The CSI mount root is shared (see mountRoot), made when the first
+//     CSI plugin task starts, not by an agent that never serves CSI.
+
+// containTree makes dir (created 0711 if missing) a mount of its own with
+// nosuid and nodev, unless its file system is mounted so already. It is
+// private: nothing mounted under it on the host is meant to reach a
+// task's namespace, nor the other way round.
+func containTree(dir string) error {
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return fmt.Errorf("contain %s: %w", dir, err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("contain %s: %w", dir, err)
+	}
+	if st.Flags&unix.ST_NOSUID != 0 && st.Flags&unix.ST_NODEV != 0 {
+		return nil
+	}
+	mounted, err := mountinfo.IsMountPoint(dir)
+	if err != nil {
+		return err
+	}
+	if !mounted {
+		if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s onto itself: %w", dir, err)
+		}
+		if err := unix.Mount("", dir, "", unix.MS_PRIVATE, ""); err != nil {
+			return fmt.Errorf("make %s private: %w", dir, err)
+		}
+	}
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV)
+	if st.Flags&unix.ST_RDONLY != 0 {
+		flags |= unix.MS_RDONLY
+	}
+	if st.Flags&unix.ST_NOEXEC != 0 {
+		flags |= unix.MS_NOEXEC
+	}
+	if err := unix.Mount("", dir, "", flags, ""); err != nil {
+		return fmt.Errorf("make %s nosuid,nodev: %w", dir, err)
+	}
+	return nil
+}
+
+// releaseTree undoes containTree at a clean stop if dir holds nothing a
+// task could still need: no entries (every allocation collected) and
+// nothing mounted below. It detaches only the agent's own bind, never a
+// file system the operator mounted there (which containTree remounted
+// but did not make): that one shows its file system whole.
+func releaseTree(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) > 0 {
+		return nil
+	}
+	under, err := mountinfo.Under("/proc/self/mountinfo", dir)
+	if err != nil || len(under) != 1 || under[0] != dir {
+		return err
+	}
+	if sub, err := mountinfo.IsSubtreeBind(dir); err != nil || !sub {
+		return err
+	}
+	if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("unmount %s: %w", dir, err)
+	}
+	return nil
+}
+
+// mountRoot is the CSI plugins' mount root (<data_dir>/csi), under which
+// every volume is staged and published. It is made a shared mount, bound
+// onto itself first if it is not a mount point, as kubelet does with its
+// own root, the first time a CSI plugin task starts (Ensure).
+//
+// Why shared: each task with volumes runs in a mount namespace of its own
 // (package nsexec), which starts as a copy of the host's mounts, other
 // allocations' staged and published volumes included. Those copies are
 // slaves of the host's mounts only where the host's are shared; on a host
@@ -22,6 +100,48 @@ import (
 // the host would leave the file system mounted in every task namespace
 // made while it was staged, and a block device could then not be
 // detached. Under a shared root, the host's unmounts reach every task.
+type mountRoot struct {
+	dir string
+
+	mu   sync.Mutex
+	done bool
+}
+
+// Ensure makes the root shared once; a failure is tried again next time.
+// Without privileges nothing can be mounted anyway: that is no error, as
+// volumes fail with the plugin's own.
+func (m *mountRoot) Ensure() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done {
+		return nil
+	}
+	if err := shareMountRoot(m.dir); err != nil && !errNotPrivileged(err) {
+		return err
+	}
+	m.done = true
+	return nil
+}
+
+// Release unmounts the root at a clean stop when nothing is mounted below
+// it: no volume staged or published is left for anyone.
+func (m *mountRoot) Release() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.done {
+		return nil
+	}
+	under, err := mountinfo.Under("/proc/self/mountinfo", m.dir)
+	if err != nil || len(under) != 1 || under[0] != m.dir {
+		return err
+	}
+	if err := unix.Unmount(m.dir, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("unmount %s: %w", m.dir, err)
+	}
+	m.done = false
+	return nil
+}
+
 func shareMountRoot(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("mount root %s: %w", dir, err)

@@ -3,7 +3,6 @@ package volumes
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -136,7 +135,7 @@ func (vm *VolumeManager) mountStep(ctx context.Context, v *Volume, c *Claim) cla
 				return claimStep{name: "staged", next: ClaimStaged} // staged for o already
 			}
 		}
-		if err := os.MkdirAll(c.StagingPath, 0o700); err != nil {
+		if err := vm.mkdirAll(c.StagingPath); err != nil {
 			return claimStep{name: "stage", err: fmt.Errorf("staging path: %w", err)}
 		}
 		_, err := n.NodeStageVolume(ctx, &csipb.NodeStageVolumeRequest{
@@ -150,7 +149,7 @@ func (vm *VolumeManager) mountStep(ctx context.Context, v *Volume, c *Claim) cla
 
 	case ClaimStaged:
 		// The CO makes the parent; the plugin makes the leaf (CSI spec).
-		if err := os.MkdirAll(filepath.Dir(c.TargetPath), 0o700); err != nil {
+		if err := vm.mkdirAll(filepath.Dir(c.TargetPath)); err != nil {
 			return claimStep{name: "publish", err: fmt.Errorf("target path: %w", err)}
 		}
 		req := &csipb.NodePublishVolumeRequest{
@@ -185,7 +184,7 @@ func (vm *VolumeManager) releaseStep(ctx context.Context, v *Volume, c *Claim) c
 		if err != nil && !isNotFound(err) {
 			return claimStep{name: "unpublish", err: err}
 		}
-		removeEmpty(c.TargetPath, filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(c.TargetPath)))))
+		vm.removeEmpty(c.TargetPath, filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(c.TargetPath)))))
 		return claimStep{name: "unpublished", next: ClaimUnpublished}
 
 	case ClaimControllerPublished:
@@ -209,7 +208,7 @@ func (vm *VolumeManager) releaseStep(ctx context.Context, v *Volume, c *Claim) c
 		if err != nil && !isNotFound(err) {
 			return claimStep{name: "unstage", err: err}
 		}
-		removeEmpty(c.StagingPath, filepath.Dir(filepath.Dir(filepath.Dir(c.StagingPath))))
+		vm.removeEmpty(c.StagingPath, filepath.Dir(filepath.Dir(filepath.Dir(c.StagingPath))))
 		return claimStep{name: "unstaged", next: ClaimUnstaged}
 	}
 

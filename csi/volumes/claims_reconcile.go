@@ -5,10 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/pluginhost/pluginhost/internal/reconcile"
@@ -211,17 +208,4 @@ func others(v *Volume, c *Claim) []*Claim {
 		}
 	}
 	return out
-}
-
-// removeEmpty removes dir and then its parents up to (not including) stop,
-// as long as they are empty: the paths the agent created for a mount go
-// with it. A directory that is still a mount point or holds anything
-// stays, which is what a leaked mount must do.
-func removeEmpty(dir, stop string) {
-	for dir != stop && strings.HasPrefix(dir, stop+string(filepath.Separator)) {
-		if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return
-		}
-		dir = filepath.Dir(dir)
-	}
 }

@@ -52,6 +52,12 @@ type VolumeManagerConfig struct {
 	// Allocs, if set, tells whether a claim's allocation ended; claims of
 	// ended allocations are released without anyone asking.
 	Allocs AllocSource
+	// MountRoot, if set, is the root under which the node plugins' staging
+	// and publish paths lie (the agent's <data_dir>/csi): the directories
+	// made and removed there are made and removed beneath it, following no
+	// link, since the plugin tasks write in there and the agent is root.
+	// Unset, paths are taken as they are (a CO of its own, tests).
+	MountRoot string
 	// OnChange, if set, is called after every change of a volume's record
 	// (deleted: the record is gone), from the goroutine that made it, with
 	// the record lock held, in the order of the changes. It must not call

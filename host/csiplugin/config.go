@@ -40,6 +40,10 @@ type Config struct {
 	// MountRoot is <data_dir>/csi: each plugin gets <MountRoot>/<type>/<id>
 	// for staging and publish dirs. Required, absolute.
 	MountRoot string
+	// EnsureMountRoot, if set, is called before a plugin's directories
+	// are made under MountRoot: the agent makes the root a shared mount
+	// then, so that an agent that never serves CSI never mounts it.
+	EnsureMountRoot func() error
 	// Logger is the parent logger; the supervisor logs as "csi_plugin",
 	// or "<type>_plugin" for a plugin of another type.
 	// Nil discards.

@@ -19,6 +19,7 @@ import (
 	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
+	"github.com/pluginhost/pluginhost/internal/beneath"
 	"github.com/pluginhost/pluginhost/sdk"
 )
 
@@ -175,14 +176,36 @@ func (s *supervisor) validate() error {
 	return nil
 }
 
+// ensureDirs makes the plugin's mount and staging directories under the
+// mount root. Plugin tasks write there (an exec plugin has its mount dir
+// at mount_dir), so they are made beneath the root through no link.
 func (s *supervisor) ensureDirs() error {
 	if s.generic {
 		return nil
 	}
+	if ensure := s.cfg.EnsureMountRoot; ensure != nil {
+		if err := ensure(); err != nil {
+			return fmt.Errorf("csi_plugin %s: %w", s.plugin.ID, err)
+		}
+	}
+	if err := os.MkdirAll(s.cfg.MountRoot, 0o700); err != nil {
+		return fmt.Errorf("csi_plugin %s: create mount root: %w", s.plugin.ID, err)
+	}
+	root, err := beneath.Open(s.cfg.MountRoot)
+	if err != nil {
+		return fmt.Errorf("csi_plugin %s: %w", s.plugin.ID, err)
+	}
+	defer root.Close()
 	for _, d := range []string{s.mountDir, s.stageDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+		rel, err := filepath.Rel(s.cfg.MountRoot, d)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			return fmt.Errorf("csi_plugin %s: %s is not under the mount root %s", s.plugin.ID, d, s.cfg.MountRoot)
+		}
+		sub, err := root.MkdirAll(rel, 0o700)
+		if err != nil {
 			return fmt.Errorf("csi_plugin %s: create mount dir: %w", s.plugin.ID, err)
 		}
+		_ = sub.Close()
 	}
 	return nil
 }

@@ -42,6 +42,32 @@ func Points(file string) ([]string, error) {
 	return out, nil
 }
 
+// IsSubtreeBind reports whether the topmost mount at path in this
+// process's namespace shows a subdirectory of its file system (mountinfo's
+// root field is not "/"): a bind mount of a directory, such as one of a
+// directory onto itself, as opposed to a file system mounted there whole.
+func IsSubtreeBind(path string) (bool, error) {
+	f, err := os.Open(Self)
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", Self, err)
+	}
+	defer f.Close()
+	found, sub := false, false
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		// Field 4 is the root within the file system, field 5 the
+		// mount point; later lines are mounted on top of earlier ones.
+		if fields := strings.Fields(sc.Text()); len(fields) > 4 && Unescape(fields[4]) == path {
+			found, sub = true, Unescape(fields[3]) != "/"
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return false, fmt.Errorf("read %s: %w", Self, err)
+	}
+	return found && sub, nil
+}
+
 // Unescape undoes mountinfo's octal escapes (\040 for a space, ...).
 func Unescape(s string) string {
 	if !strings.Contains(s, `\`) {
