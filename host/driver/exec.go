@@ -90,7 +90,7 @@ func (d *Exec) Start(ctx context.Context, req *StartRequest) (Task, error) {
 	}
 	// The command names a file of the task's root; the helper finds it
 	// there, after the root is built.
-	cmd, err := taskCommand(req.Command, req.Args, req, spec, ns)
+	cmd, report, err := taskCommand(req.Command, req.Args, req, spec, ns)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (d *Exec) Start(ctx context.Context, req *StartRequest) (Task, error) {
 	cmd.Env = append([]string{}, req.Env...)
 	cmd.Stdout = req.Stdout
 	cmd.Stderr = req.Stderr
-	p, err := startChild(cmd, req.Cgroup)
+	p, err := startTask(ctx, cmd, report, req.Cgroup)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", req.Command, err)
 	}

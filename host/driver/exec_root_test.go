@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
 // execTree is a task dir and a shared alloc dir, as the task dir hook
@@ -90,9 +93,13 @@ func TestExecRootRefusesPlantedLinks(t *testing.T) {
 			if err := os.Symlink(tr.host, at); err != nil {
 				t.Fatal(err)
 			}
-			res, out := tr.run(t, "echo RAN", nobody)
-			if res.ExitCode != 126 || strings.Contains(out, "RAN") || !strings.Contains(out, at+" is a symbolic link") {
-				t.Fatalf("exit %+v, output %q: want a refusal naming %s", res, out, at)
+			out, err := startRefused(t, NewExec(newWatcher(t), testExecOptions), &StartRequest{
+				Command: "/bin/sh", Args: []string{"-c", "echo RAN"}, Env: []string{"PATH=/usr/bin:/bin"},
+				TaskDir: tr.taskDir, SharedDir: tr.shared, Exec: execConfig(t, ""), User: nobody,
+				MountHelper: []string{testNsexec},
+			})
+			if !errors.Is(err, beneath.ErrUnsafe) || strings.Contains(out, "RAN") || !strings.Contains(err.Error(), at+" is a symbolic link") {
+				t.Fatalf("launch error %v, output %q: want a refusal naming %s", err, out, at)
 			}
 			tr.hostUnchanged(t)
 		})

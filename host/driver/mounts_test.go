@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pluginhost/pluginhost/host/nsexec"
+	"github.com/pluginhost/pluginhost/internal/beneath"
 	"github.com/pluginhost/pluginhost/internal/mountinfo"
 )
 
@@ -59,18 +61,41 @@ func TestRawExecMounts(t *testing.T) {
 	}
 }
 
-// A mount the helper cannot make fails the task before its binary runs,
-// with the reason in its output.
+// A mount the helper cannot make fails the launch before the task's
+// binary runs, with the helper's reason as the launch's error (and in the
+// task's output).
 func TestRawExecMountFailure(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mount namespaces need root")
 	}
 	dir := t.TempDir()
-	res, out := runWithMounts(t, dir, "echo RAN",
-		[]nsexec.Mount{{Source: filepath.Join(dir, "missing"), Target: filepath.Join(dir, "t")}})
-	if res.ExitCode != 126 || strings.Contains(out, "RAN") || !strings.Contains(out, "bind") {
-		t.Fatalf("exit %+v, output %q: want 126 and the failed bind named, task not run", res, out)
+	out, err := startRefused(t, NewRawExec(newWatcher(t)), &StartRequest{
+		Command: "/bin/sh", Args: []string{"-c", "echo RAN"}, Env: []string{"PATH=/usr/bin:/bin"}, WorkDir: dir,
+		Mounts: []nsexec.Mount{{Source: filepath.Join(dir, "missing"), Target: filepath.Join(dir, "t")}}, MountHelper: []string{testNsexec},
+	})
+	if !strings.Contains(err.Error(), "bind") || strings.Contains(out, "RAN") || !strings.Contains(out, "bind") {
+		t.Fatalf("launch error %v, output %q: want the failed bind named, task not run", err, out)
 	}
+}
+
+// startRefused starts req with d, expecting the launch to fail; it returns
+// the error and what the task (the helper) wrote.
+func startRefused(t *testing.T, d Driver, req *StartRequest) (out string, err error) {
+	t.Helper()
+	r, w := pipeFile(t)
+	req.Stdout, req.Stderr = w, w
+	task, err := d.Start(context.Background(), req)
+	_ = w.Close()
+	if err == nil {
+		killOnCleanup(t, task.Handle().Pid)
+		t.Cleanup(task.Detach)
+		t.Fatal("the launch was not refused")
+	}
+	b, rerr := io.ReadAll(r)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	return string(b), err
 }
 
 // runWithMounts runs script under /bin/sh through the mount helper with
@@ -137,9 +162,9 @@ func TestMountTargetSymlinkRefused(t *testing.T) {
 				req.Mounts = []nsexec.Mount{{Source: vol, Target: "/local/data/sub"}}
 				req.User, req.Exec, req.WorkDir = nobody, execConfig(t, ""), ""
 			}
-			res, out := runTask(t, d, req)
-			if res.ExitCode != 126 || strings.Contains(out, "RAN") || !strings.Contains(out, "local/data is a symbolic link") {
-				t.Fatalf("exit %+v, output %q: want the launch refused, naming the planted link", res, out)
+			out, err := startRefused(t, d, req)
+			if !errors.Is(err, beneath.ErrUnsafe) || strings.Contains(out, "RAN") || !strings.Contains(err.Error(), "local/data is a symbolic link") {
+				t.Fatalf("launch error %v, output %q: want the launch refused, naming the planted link", err, out)
 			}
 			if ents, _ := os.ReadDir(outside); len(ents) != 0 {
 				t.Fatalf("the helper made %v in the host directory the symlink pointed at", ents)

@@ -24,6 +24,7 @@ import (
 // empty reader, so plugin output can never reach that parser.
 type pluginRunner struct {
 	cmd     *exec.Cmd
+	report  *helperReport
 	stdoutR *os.File
 	p       *proc
 	// line keeps the start of what go-plugin reads from stdout: the
@@ -44,7 +45,7 @@ type pluginRunner struct {
 func newPluginRunner(path string, req *StartRequest, pluginEnv []string) (*pluginRunner, error) {
 	// The task's user too: a go_plugin task with `user` runs as that
 	// user, as a raw_exec one does.
-	cmd, err := taskCommand(path, req.Args, req, hostSpec(req), nsexec.Namespaces{})
+	cmd, report, err := taskCommand(path, req.Args, req, hostSpec(req), nsexec.Namespaces{})
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +53,7 @@ func newPluginRunner(path string, req *StartRequest, pluginEnv []string) (*plugi
 	env := append([]string{}, req.Env...)
 	cmd.Env = append(env, pluginEnv...)
 	cmd.Stderr = req.Stderr
-	return &pluginRunner{cmd: cmd, line: &lineRecorder{}, cg: req.Cgroup, sockDir: req.SocketDir}, nil
+	return &pluginRunner{cmd: cmd, report: report, line: &lineRecorder{}, cg: req.Cgroup, sockDir: req.SocketDir}, nil
 }
 
 func (r *pluginRunner) Start(ctx context.Context) error {
@@ -65,7 +66,7 @@ func (r *pluginRunner) Start(ctx context.Context) error {
 		return fmt.Errorf("stdout pipe: %w", err)
 	}
 	r.cmd.Stdout = wr
-	p, err := startChild(r.cmd, r.cg)
+	p, err := startTask(ctx, r.cmd, r.report, r.cg)
 	_ = wr.Close()
 	if err != nil {
 		_ = rd.Close()

@@ -35,7 +35,7 @@ func (d *RawExec) Start(ctx context.Context, req *StartRequest) (Task, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cmd, err := taskCommand(path, req.Args, req, hostSpec(req), nsexec.Namespaces{})
+	cmd, report, err := taskCommand(path, req.Args, req, hostSpec(req), nsexec.Namespaces{})
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func (d *RawExec) Start(ctx context.Context, req *StartRequest) (Task, error) {
 	cmd.Env = append([]string{}, req.Env...)
 	cmd.Stdout = req.Stdout
 	cmd.Stderr = req.Stderr
-	p, err := startChild(cmd, req.Cgroup)
+	p, err := startTask(ctx, cmd, report, req.Cgroup)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}

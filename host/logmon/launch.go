@@ -165,18 +165,10 @@ func Spawn(cfg Config) (*Process, error) {
 		case s == "":
 			p.readyErr = fmt.Errorf("logmon for %s: exited before it was ready", cfg.Task)
 		case strings.HasPrefix(s, unsafePrefix+": "):
-			p.readyErr = fmt.Errorf("logmon for %s: %w", cfg.Task, refusal(strings.TrimPrefix(s, unsafePrefix+": ")))
+			p.readyErr = fmt.Errorf("logmon for %s: %w", cfg.Task, beneath.Reported(strings.TrimPrefix(s, unsafePrefix+": ")))
 		default:
 			p.readyErr = fmt.Errorf("logmon for %s: %s", cfg.Task, s)
 		}
 	}()
 	return p, nil
 }
-
-// refusal is the shipper's refusal of a log file, as it reported it: an
-// error matching beneath.ErrUnsafe, so that the task fails rather than
-// restarting into the same refusal.
-type refusal string
-
-func (r refusal) Error() string        { return string(r) }
-func (r refusal) Is(target error) bool { return target == beneath.ErrUnsafe }

@@ -2,6 +2,7 @@ package nsexec
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -35,14 +36,28 @@ func Main(args []string) int {
 		fmt.Fprintf(os.Stderr, "pluginhost-nsexec: decoding spec: %v\n", err)
 		return 2
 	}
-	path, err := setup(&s, args[1])
-	if err != nil {
+	var report *os.File
+	if s.Report > 2 {
+		unix.CloseOnExec(s.Report)
+		report = os.NewFile(uintptr(s.Report), "report")
+	}
+	fail := func(err error) int {
 		fmt.Fprintf(os.Stderr, "pluginhost-nsexec: %v\n", err)
+		if report != nil {
+			kind := "error"
+			if errors.Is(err, beneath.ErrUnsafe) {
+				kind = "unsafe"
+			}
+			fmt.Fprintf(report, "%s: %v\n", kind, err)
+		}
 		return exitSetup
 	}
+	path, err := setup(&s, args[1])
+	if err != nil {
+		return fail(err)
+	}
 	err = syscall.Exec(path, append([]string{args[1]}, args[2:]...), os.Environ())
-	fmt.Fprintf(os.Stderr, "pluginhost-nsexec: exec %s: %v\n", path, err)
-	return exitSetup
+	return fail(fmt.Errorf("exec %s: %w", path, err))
 }
 
 // setup arranges everything in s and returns the binary to exec.

@@ -23,6 +23,11 @@ type Spec struct {
 	// volume targets inside it are made without following a symlink out
 	// of it (see bind). An exec task's root is its task directory.
 	TaskDir string `json:"taskdir,omitempty"`
+	// Report, when not 0, is a descriptor the helper writes its reason
+	// to when it cannot set the task up ("unsafe: ..." for a refused
+	// link, else "error: ..."); it is close-on-exec, so the agent reads
+	// end of file once the task's binary runs.
+	Report int `json:"report,omitempty"`
 	// Seccomp, when set, is the filter the task starts under (package
 	// host/seccomp): the exec driver's default, unless the agent's exec
 	// block turns it off.

@@ -29,3 +29,11 @@ func (e *UnsafeError) Is(target error) bool { return target == ErrUnsafe }
 // single elements: a bug of the caller or input that was not validated,
 // never something a task can cause.
 var ErrBadPath = errors.New("not a clean relative path")
+
+// Reported is a refusal another process reported as text (a log shipper
+// or a mount helper, across a pipe): it matches ErrUnsafe like the
+// *UnsafeError it was made from.
+type Reported string
+
+func (r Reported) Error() string        { return string(r) }
+func (r Reported) Is(target error) bool { return target == ErrUnsafe }
