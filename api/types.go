@@ -216,6 +216,7 @@ const (
 	TaskKilling         = "Killing"
 	TaskKilled          = "Killed"
 	TaskSignaling       = "Signaling"
+	TaskRestartSignal   = "Restart Signaled"
 	TaskDriverFailure   = "Driver Failure"
 	TaskSetupFailure    = "Setup Failure"
 	TaskPluginHealthy   = "Plugin became healthy"

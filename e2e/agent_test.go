@@ -42,6 +42,9 @@ type env struct {
 	// extraEnv is appended to every agent's environment (later values
 	// win), e.g. an XDG_RUNTIME_DIR of the test's own.
 	extraEnv []string
+	// extraFiles are inherited by every agent from fd 3 on, as a shell's
+	// 7</ would be.
+	extraFiles []*os.File
 
 	mu     sync.Mutex
 	agents []*agentProc
@@ -186,6 +189,7 @@ func (e *env) launch() (a *agentProc, started <-chan struct{}) {
 	}
 	cmd.Dir = e.root
 	cmd.Env = append(append(os.Environ(), api.EnvAddr+"="+e.addr()), e.extraEnv...)
+	cmd.ExtraFiles = e.extraFiles
 	a = &agentProc{t: e.t, cmd: cmd, exited: make(chan struct{})}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
