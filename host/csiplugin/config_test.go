@@ -2,7 +2,10 @@ package csiplugin
 
 import (
 	"encoding/binary"
+	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +14,7 @@ import (
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
+	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
 func putU32(b []byte, v uint32) { binary.NativeEndian.PutUint32(b, v) }
@@ -114,5 +118,43 @@ func TestSupervisorLoggerNames(t *testing.T) {
 		if got := hs[0].(*supervisor).logger.Name(); got != tc.want {
 			t.Errorf("%s: logger %q, want %q", tc.task.Name, got, tc.want)
 		}
+	}
+}
+
+// A plugin task writes in its mount directory: a link it left where the
+// supervisor makes the staging directory is refused, never followed (the
+// agent is root), and the mount root is made shared first.
+func TestEnsureDirsRefusesPlantedLinks(t *testing.T) {
+	dir := t.TempDir()
+	host := t.TempDir()
+	reg, err := dynamic.New(dynamic.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Shutdown)
+	ensured := 0
+	cfg, err := Config{Registry: reg, MountRoot: filepath.Join(dir, "csi"), EnsureMountRoot: func() error { ensured++; return nil }}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := pluginJob("csi", jobspec.DriverRawExec, jobspec.CSIPluginTypeNode, nil)
+	task := csiTask(job)
+	task.CSIPluginConfig.MountDir = "/csi"
+	task.CSIPluginConfig.StagePublishBaseDir = "/csi/stage"
+	s := newSupervisor(&cfg, &taskrunner.HookRequest{AllocID: "a", Job: job, Group: job.TaskGroups[0], Task: task, SocketDir: dir}, cfg.Logger)
+	if err := s.ensureDirs(); err != nil {
+		t.Fatal(err)
+	}
+	if ensured != 1 {
+		t.Fatalf("mount root ensured %d times", ensured)
+	}
+	if err := os.Remove(s.stageDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(host, s.stageDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ensureDirs(); !errors.Is(err, beneath.ErrUnsafe) {
+		t.Fatalf("ensureDirs over a planted link: %v", err)
 	}
 }

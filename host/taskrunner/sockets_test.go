@@ -1,6 +1,7 @@
 package taskrunner
 
 import (
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pluginhost/pluginhost/host/config"
+	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
 func TestSocketDirShortDataDir(t *testing.T) {
@@ -114,5 +116,61 @@ func TestSocketDirBudget(t *testing.T) {
 	}
 	if _, err := SocketDir("/data", root+"x", id); err == nil {
 		t.Fatal("a root over the budget was accepted")
+	}
+}
+
+// A task owns its socket directory: a link it put there to a directory of
+// the host's, holding a dead socket, is not followed by the sweep (on
+// main the walk listed and cleaned the host directory as root).
+func TestRemoveStaleSocketsFollowsNoLink(t *testing.T) {
+	dir := t.TempDir()
+	host := t.TempDir()
+	dead := filepath.Join(host, "plugin42")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: dead, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close()
+	if err := os.Symlink(host, filepath.Join(dir, "plugin-dir1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dead, filepath.Join(dir, "csi.sock")); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := RemoveStaleSockets(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 0 {
+		t.Fatalf("removed %v", removed)
+	}
+	if _, err := os.Lstat(dead); err != nil {
+		t.Fatalf("the host's socket was removed through a link: %v", err)
+	}
+}
+
+// The plugin's log file is made beneath the log directory: a link planted
+// at its name (a task with the right to write there once, or a file left
+// while the agent was down) is refused, not created through.
+func TestPluginLogRefusesPlantedLink(t *testing.T) {
+	needRoot(t)
+	data := t.TempDir()
+	req := layoutReq(data)
+	req.Task.Driver = "go_plugin"
+	req.Task.User = "nobody"
+	if err := prestartDirs(t, data, req); err != nil {
+		t.Fatal(err)
+	}
+	host := filepath.Join(t.TempDir(), "new-file")
+	if err := os.Symlink(host, filepath.Join(req.LogDir, pluginLogName(req.Task.Name))); err != nil {
+		t.Fatal(err)
+	}
+	_, err := preparePluginLog(data, req)
+	if !errors.Is(err, beneath.ErrUnsafe) {
+		t.Fatalf("plugin log through a planted link: %v", err)
+	}
+	if _, err := os.Lstat(host); err == nil {
+		t.Fatal("a file was created through the link")
 	}
 }
