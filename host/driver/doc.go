@@ -38,8 +38,14 @@
 // {"@message": 42} panics it (v1.8.0). SkipHostEnv keeps the agent's
 // environment out; the plugin gets exactly the task's environment plus
 // go-plugin's variables. The socket directory go-plugin creates lives in the
-// allocation's socket directory; GoPluginSocketOverhead is how much longer
-// the final socket path is than that directory.
+// task's socket directory (and is given to the task's user, who runs the
+// plugin); GoPluginSocketOverhead is how much longer the final socket path
+// is than that directory.
+//
+// The address a plugin announces in its handshake is the plugin's word,
+// and go-plugin would dial any: the runner's PluginToHost accepts only the
+// task's own socket or loopback port, served by a process of the task, and
+// every later dial (gRPC's, a reattach's) checks again (handshake.go).
 //
 // Launching and re-attaching both end with an identity RPC (CSI
 // GetPluginInfo by default; grpc.health.v1 Check("plugin") for a plugin

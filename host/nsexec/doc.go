@@ -51,6 +51,32 @@
 // CAP_MKNOD opens a device), and /proc's machine-wide entries are
 // read-only or covered (fenceProc).
 //
+// # Paths the task can write
+//
+// The helper is root and works in the task's directory, which the task
+// can write (an exec task holds CAP_DAC_OVERRIDE in its root). Everything
+// it makes there, mount points, /tmp, the chroot_env links, is made
+// beneath the directory through no link (package beneath), and every
+// mount lands on the /proc/self/fd name of the directory it resolved: a
+// task that replaced /tmp or a mount point with a link to a host
+// directory gets its next launch refused, naming the link, instead of a
+// chmod or a bind made by root over the host's directory.
+//
+// # Reporting
+//
+// A failure to set the task up is written to the spec's Report
+// descriptor (close-on-exec, so the agent reads end of file once the
+// task's binary runs): the agent makes it the launch's error, and a
+// refused link (beneath.ErrUnsafe, "unsafe: ...") fails the task.
+//
+// # Seccomp and descriptors
+//
+// Before it drops to the task's user the helper marks every descriptor
+// above 2 close-on-exec (runc closes them: an agent started with 7</
+// gave its tasks the host's /) and, for an exec task, installs the
+// default seccomp filter (package host/seccomp), while it still holds
+// CAP_SYS_ADMIN: exec tasks do not run with no_new_privs, as on Nomad.
+//
 // # User and capabilities
 //
 // The helper changes to the task's user last, after every mount. For exec

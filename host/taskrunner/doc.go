@@ -5,16 +5,23 @@
 // # Life of a task
 //
 // Before each launch the prestart hooks run in order: validate (driver and
-// config exist; errors are Fatal), task_dir (Nomad's layout under
-// <data_dir>/alloc/<alloc-id>/: alloc/, alloc/logs/, <task>/local,
-// <task>/secrets 0700), env (the environment from nothing: PATH=DefaultPath,
-// HOME, the NOMAD_* variables and NOMAD_META_*, then the job's env with
-// ${...} interpolated), plugin_log (go_plugin tasks only:
-// PLUGINHOST_LOG_LEVEL unless the job set it, PLUGINHOST_LOG_FILE always;
-// its Poststart follows that file into the agent's log until the task
-// exits or the runner ends, see package pluginlog), socket_dir (the allocation's 0700 socket directory,
+// config exist; errors are Fatal), user (who the task runs as: its
+// `user`, its allocation's dynamic uid for an exec task that names none,
+// else nobody or the agent's user; a user of its own also gets the
+// allocation's group), task_dir (Nomad's layout under
+// <data_dir>/alloc/<alloc-id>/ with the owners and modes of package
+// allocdir, made through package beneath: a link the task left where a
+// directory belongs fails it), env (the environment from nothing:
+// PATH=DefaultPath, HOME, the NOMAD_* variables and NOMAD_META_*, then the
+// job's env with ${...} interpolated), cgroup (the launch's control group
+// with the task's resources), plugin_log (go_plugin tasks only:
+// PLUGINHOST_LOG_LEVEL unless the job set it, PLUGINHOST_LOG_FILE always,
+// the file made for the plugin's user; its Poststart follows that file
+// into the agent's log until the task exits or the runner ends, see
+// package pluginlog), socket_dir (the task's 0700 socket directory,
 // cleared of sockets nobody listens on), logmon (a log shipper process,
-// package logmon, spawned but not waited for), then any Config.ExtraHooks
+// package logmon, spawned but not waited for, handed the log directory as
+// a descriptor), then any Config.ExtraHooks
 // (the CSI supervisor, which adds CSI_ENDPOINT to the env in Prestart and
 // probes in Poststart). Args, command and work_dir are interpolated after
 // all of them. Then the driver starts the task, the handle (pid, start
