@@ -93,9 +93,11 @@
 // frozen processes cannot fork between the listing and the kill. A v1 host
 // without the freezer hierarchy still works: each round kills what it
 // lists, and a fork loop is emptied a generation per round, but a process
-// forked after the listing lives until the next round. Zombies count as
-// gone (the kernel no longer lists them in cgroup.procs; their parent, the
-// agent for the task's own process, reaps them).
+// forked after the listing lives until the next round. So a round ends by
+// listing the group again, and only that list, empty, ends the kill: the
+// list just signalled may be all dead while a child forked from it lives.
+// Zombies count as gone (the kernel no longer lists them in cgroup.procs;
+// their parent, the agent for the task's own process, reaps them).
 //
 // # Caveats
 //

@@ -178,8 +178,11 @@ func (g *Group) killV2() ([]int, error) {
 	return liveOnly(ps), nil
 }
 
-// sweep is one freeze–kill–thaw round. It returns the live processes it
-// found (and signalled); none means the group is empty.
+// sweep is one freeze–kill–thaw round. It returns the live processes
+// listed after the signals went out and the group was thawed; none means
+// the group is empty. The list it signalled cannot tell that: without a
+// freezer (or past freeze's deadline) a listed process may fork after the
+// listing and then die, and its child is in no list but a later one.
 func (g *Group) sweep(ctx context.Context) ([]int, error) {
 	thaw, err := g.freeze(ctx)
 	if err != nil {
@@ -202,6 +205,9 @@ func (g *Group) sweep(ctx context.Context) ([]int, error) {
 	}
 	if terr := thaw(); terr != nil && err == nil {
 		err = terr
+	}
+	if err == nil {
+		ps, err = g.Pids()
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
