@@ -1,9 +1,10 @@
 // Package cgroup puts each task in a cgroup of its own, as Nomad's
 // executor does for raw_exec and exec (issue 18): the job file's memory
-// becomes a hard limit the kernel enforces, cpu a relative weight,
-// stopping a task kills every process it made (setsid and double-forked
-// children included), an OOM kill is told apart from a kill -9, and the
-// task's memory and CPU use are read for `alloc status -stats` and the
+// becomes a hard limit the kernel enforces, cpu a relative weight, the
+// agent's pids_limit a cap on processes and threads, stopping a task
+// kills every process it made (setsid and double-forked children
+// included), an OOM kill is told apart from a kill -9, and the task's
+// memory, CPU and process count are read for `alloc status` and the
 // client.allocs.* metrics.
 //
 // # Layout
@@ -26,6 +27,14 @@
 // with the conversion Nomad's pinned opencontainers/cgroups uses (see
 // CPUWeight). On v1 memory.swappiness is set to 0, as Nomad does, so a task
 // over its limit is killed rather than swapped.
+//
+// The process limit is not the job's but the agent's (pids_limit; Nomad
+// and Docker set none, Podman's default is 2048): pids.max, the same file
+// in v1's pids hierarchy and in a v2 group, "max" for none. It counts
+// threads as well as processes, so one task cannot use up the machine's
+// pid_max; a fork or clone past it fails with EAGAIN (a Go program dies of
+// that: its runtime cannot do without a thread it asked for). Without the
+// pids controller nothing is written, and Detect says so once.
 //
 // # Joining before the task runs
 //

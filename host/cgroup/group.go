@@ -29,7 +29,7 @@ type Group struct {
 	procs []string
 	// The directories holding each controller's files, "" when the
 	// controller is not there.
-	mem, cpu, cpuacct, freezer string
+	mem, cpu, cpuacct, freezer, pids string
 	// fresh: Create made every directory of the group.
 	fresh bool
 }
@@ -412,6 +412,18 @@ func (g *Group) writeLimits(l Limits) error {
 			if err := writeFile(filepath.Join(g.cpu, "cpu.weight"), strconv.FormatUint(CPUWeight(shares), 10)); err != nil {
 				return fmt.Errorf("cpu weight: %w", err)
 			}
+		}
+	}
+	// pids.max is the same file on v1 and v2. "max" is written for no
+	// limit too, so that a group reused by the next launch loses a limit
+	// the agent's configuration no longer sets.
+	if g.pids != "" {
+		max := "max"
+		if l.PidsLimit > 0 {
+			max = strconv.Itoa(l.PidsLimit)
+		}
+		if err := writeFile(filepath.Join(g.pids, "pids.max"), max); err != nil {
+			return fmt.Errorf("pids limit: %w", err)
 		}
 	}
 	return nil

@@ -1,7 +1,6 @@
 package cgroup
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,6 +19,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
+
+	"github.com/pluginhost/pluginhost/internal/testproc"
 )
 
 // testLogger logs into the test's output; benchmarks get no logger, so
@@ -139,8 +140,9 @@ func cleanupParent(t testing.TB, m *Manager) {
 
 // proc is a shell script started inside a group.
 type proc struct {
-	cmd    *exec.Cmd
-	out    *bytes.Buffer
+	cmd *exec.Cmd
+	// out is the script's stdout and stderr, readable while it runs.
+	out    *testproc.Buffer
 	waited chan error
 }
 
@@ -150,7 +152,7 @@ type proc struct {
 // is killed and reaped when the test ends.
 func startIn(t testing.TB, g *Group, script string) *proc {
 	t.Helper()
-	p := &proc{out: &bytes.Buffer{}, waited: make(chan error, 1)}
+	p := &proc{out: &testproc.Buffer{}, waited: make(chan error, 1)}
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	var gate io.WriteCloser
