@@ -99,7 +99,11 @@
 // to children forked while it runs. v1 (and v2 before Linux 5.14) freezes
 // the group with the freezer controller, SIGKILLs every listed process,
 // thaws so the signals are acted on, and repeats until the group is empty;
-// frozen processes cannot fork between the listing and the kill. A v1 host
+// frozen processes cannot fork between the listing and the kill. With the
+// pids controller pids.max is also 0 while the sweep runs (and put back
+// after): a fork or clone in the group fails with EAGAIN, frozen or not,
+// and a Kill interrupted by the agent's death leaves 0 in a group whose
+// task was being ended (the next Create writes the limit again). A v1 host
 // without the freezer hierarchy still works: each round kills what it
 // lists, and a fork loop is emptied a generation per round, but a process
 // forked after the listing lives until the next round. So a round ends by

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -32,6 +33,9 @@ type Group struct {
 	mem, cpu, cpuacct, freezer, pids string
 	// fresh: Create made every directory of the group.
 	fresh bool
+	// killMu makes a group's sweeping Kills take turns: each puts back
+	// the pids.max it found, which must not be another Kill's 0.
+	killMu sync.Mutex
 }
 
 // Fresh reports that Create made every directory of the group itself,
@@ -111,12 +115,14 @@ func (g *Group) Pids() ([]int, error) {
 //     controller / cgroup.freeze) so no process can fork between listing
 //     and killing, every listed process is sent SIGKILL, the group is
 //     thawed so the signals are acted on, and this repeats until the list
-//     is empty. Without a freezer the sweep still converges, one
-//     generation of children per round.
+//     is empty. With the pids controller pids.max is 0 meanwhile, and put
+//     back after: no fork or clone in the group succeeds, frozen or not,
+//     so every round can only shrink it. Without a freezer and pids the
+//     sweep still converges, one generation of children per round.
 //
 // A zombie counts as gone: it holds no memory and its parent (the agent,
 // for the task's main process) reaps it.
-func (g *Group) Kill(ctx context.Context) error {
+func (g *Group) Kill(ctx context.Context) (err error) {
 	useKill := false
 	if g.m.version == 2 {
 		_, err := os.Stat(filepath.Join(g.dirs[0], "cgroup.kill"))
@@ -130,6 +136,22 @@ func (g *Group) Kill(ctx context.Context) error {
 		// empty group on v1 here.
 		if ps, err := g.Pids(); err == nil && len(liveOnly(ps)) == 0 {
 			return nil
+		}
+		if g.pids != "" {
+			g.killMu.Lock()
+			defer g.killMu.Unlock()
+			release, herr := g.holdForks()
+			if herr != nil {
+				// The sweep converges without it, as on a host
+				// without the pids controller.
+				g.m.logger.Warn("cannot stop forks while killing the group", "path", g.path, "error", herr)
+			} else {
+				defer func() {
+					if rerr := release(); rerr != nil {
+						err = errors.Join(err, fmt.Errorf("killing cgroup %s: %w", g.path, rerr))
+					}
+				}()
+			}
 		}
 	}
 	wait := 500 * time.Microsecond
@@ -216,6 +238,30 @@ func (g *Group) sweep(ctx context.Context) ([]int, error) {
 		return nil, err
 	}
 	return liveOnly(ps), nil
+}
+
+// holdForks sets the group's pids.max to 0 and returns what puts back the
+// value it replaced. The kernel refuses a new task past pids.max even when
+// the group already holds more, so from the write on no process in the
+// group can fork or clone: the freezer's guarantee without the freezer,
+// and without its 100 ms deadline. 0 rather than the current count, which
+// would let a fork in again once a killed process is gone.
+func (g *Group) holdForks() (release func() error, err error) {
+	file := filepath.Join(g.pids, "pids.max")
+	was, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading pids.max: %w", err)
+	}
+	was = bytes.TrimSpace(was)
+	if err := writeFile(file, "0"); err != nil {
+		return nil, fmt.Errorf("holding forks: %w", err)
+	}
+	return func() error {
+		if err := writeBytes(file, was); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("putting pids.max back to %s: %w", was, err)
+		}
+		return nil
+	}, nil
 }
 
 // freeze stops every process in the group and returns the function that

@@ -312,6 +312,10 @@ func checkGone(t testing.TB, g *Group) {
 // while it forks and destroys it.
 func checkForkLoopKilled(t *testing.T, g *Group) {
 	t.Helper()
+	var pidsMax string
+	if g.pids != "" {
+		pidsMax = readTrim(t, filepath.Join(g.pids, "pids.max"))
+	}
 	startIn(t, g, `i=0; while [ $i -lt 5000 ]; do (sleep 30 &); i=$((i+1)); done; exec sleep 300`)
 	waitFor(t, 10*time.Second, "50 processes", func() bool {
 		ps, _ := g.Pids()
@@ -330,6 +334,14 @@ func checkForkLoopKilled(t *testing.T, g *Group) {
 	// load): what must not be left is a live one.
 	if left, _ := g.Pids(); len(liveOnly(left)) != 0 {
 		t.Fatalf("left alive: %v", liveOnly(left))
+	}
+	// Kill held forks with pids.max 0 while it swept; the limit is back.
+	if g.pids != "" {
+		if got := readTrim(t, filepath.Join(g.pids, "pids.max")); got != pidsMax {
+			t.Errorf("pids.max after Kill = %s, want %s as before", got, pidsMax)
+		}
+		ev, _ := readKV(filepath.Join(g.pids, "pids.events"))
+		t.Logf("forks refused while Kill swept: %d", ev["max"])
 	}
 	if err := g.Destroy(); err != nil {
 		t.Fatal(err)

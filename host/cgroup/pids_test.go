@@ -94,6 +94,10 @@ func checkForkBombHeld(t *testing.T, g *Group, n int) {
 	if err := g.Kill(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	// Kill held forks with pids.max 0 while it swept; the limit is back.
+	if got := readTrim(t, filepath.Join(g.pids, "pids.max")); got != strconv.Itoa(n) {
+		t.Errorf("pids.max after Kill = %s, want %d", got, n)
+	}
 	if err := g.Destroy(); err != nil {
 		t.Fatal(err)
 	}
@@ -240,6 +244,49 @@ func TestV1WithoutPidsHierarchy(t *testing.T) {
 	s, err := g.Stats()
 	if err != nil || s.PidsMeasured || s.PidsCurrent != 0 || s.PidsLimit != 0 {
 		t.Errorf("stats without pids: %+v, %v", s, err)
+	}
+	if err := g.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// While holdForks holds a group, a process in it cannot fork, whatever
+// its limit: the shell waiting on a fifo dies at its next command; after
+// release the limit is what it was.
+func TestV1HoldForks(t *testing.T) {
+	m := realV1(t)
+	g := pidsGroup(t, m, "hold", 50)
+	fifo := filepath.Join(t.TempDir(), "go")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// read and echo are builtins: only /bin/true needs a fork.
+	p := startIn(t, g, fmt.Sprintf("echo ready; read _ < %q; /bin/true && echo forked", fifo))
+	waitFor(t, 5*time.Second, "the shell ready", func() bool { return strings.Contains(p.out.String(), "ready") })
+	release, err := g.holdForks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readTrim(t, filepath.Join(g.pids, "pids.max")); got != "0" {
+		t.Errorf("pids.max while held = %s, want 0", got)
+	}
+	if err := os.WriteFile(fifo, []byte("go\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	st := p.wait(t, 10*time.Second)
+	if out := p.out.String(); st.ExitStatus() != 2 || strings.Contains(out, "forked") || !strings.Contains(out, "fork") {
+		t.Errorf("a fork while held: exit %v, output %q; want the shell's fork error", st, out)
+	}
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTrim(t, filepath.Join(g.pids, "pids.max")); got != "50" {
+		t.Errorf("pids.max after release = %s, want 50", got)
+	}
+	// Released, the same script forks.
+	p = startIn(t, g, "/bin/true && echo forked")
+	if st := p.wait(t, 10*time.Second); st.ExitStatus() != 0 || !strings.Contains(p.out.String(), "forked") {
+		t.Errorf("after release: exit %v, output %q", st, p.out.String())
 	}
 	if err := g.Destroy(); err != nil {
 		t.Fatal(err)
