@@ -35,7 +35,7 @@ func TestExampleConfigParses(t *testing.T) {
 		CSI:         CSIConfig{FingerprintInterval: 30 * time.Second, ProbeTimeout: 5 * time.Second, VolumeMountTimeout: 2 * time.Minute},
 		Plugin:      PluginConfig{SocketDir: "/run/pluginhost"},
 		GC:          GCConfig{Interval: time.Minute, MaxAllocs: 50, DiskUsageThreshold: 80, InodeUsageThreshold: 70},
-		Containment: ContainmentConfig{ChrootEnv: DefaultChrootEnv(), CgroupParent: DefaultCgroupParent},
+		Containment: ContainmentConfig{ChrootEnv: DefaultChrootEnv(), CgroupParent: DefaultCgroupParent, PidsLimit: DefaultPidsLimit},
 		SourcePath:  filepath.Join(repo, "config.hcl.example"),
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -339,6 +339,7 @@ cgroup_parent    = "pluginhost.slice/"
 		DeniedHostUIDs: jobspec.IDRanges{{Lo: 0, Hi: 0}, {Lo: 1000, Hi: 1999}},
 		DeniedHostGIDs: jobspec.IDRanges{{Lo: 0, Hi: 0}},
 		CgroupParent:   "/pluginhost.slice",
+		PidsLimit:      DefaultPidsLimit,
 	}
 	if !reflect.DeepEqual(c.Containment, want) {
 		t.Fatalf("got  %+v\nwant %+v", c.Containment, want)
