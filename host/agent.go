@@ -216,6 +216,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	}
 	factory.runners = &taskrunner.Config{
 		Cgroups:       a.cgroups,
+		PidsLimit:     cfg.Containment.PidsLimit,
 		DataDir:       cfg.DataDir,
 		SocketRoot:    cfg.Plugin.SocketDir,
 		Store:         a.db,
