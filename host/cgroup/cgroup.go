@@ -440,7 +440,7 @@ func (m *Manager) group(name string) *Group { return m.groupAt(m.parent, name) }
 // groupAt is group under parent, which is m.parent but for a group made
 // under an earlier cgroup_parent (see Open).
 func (m *Manager) groupAt(parent, name string) *Group {
-	g := &Group{m: m, name: name, path: path.Join(parent, name)}
+	g := &Group{m: m, name: name, path: path.Join(parent, name), killTurn: make(chan struct{}, 1)}
 	switch m.version {
 	case 2:
 		dir := filepath.Join(m.root, g.path)

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -33,9 +32,12 @@ type Group struct {
 	mem, cpu, cpuacct, freezer, pids string
 	// fresh: Create made every directory of the group.
 	fresh bool
-	// killMu makes a group's sweeping Kills take turns: each puts back
-	// the pids.max it found, which must not be another Kill's 0.
-	killMu sync.Mutex
+	// killTurn makes a group's sweeping Kills take turns (the driver's
+	// and the task runner's can overlap at a stop): each puts back the
+	// pids.max it found, which must not be another Kill's 0. A channel
+	// rather than a mutex, so that a Kill waiting for its turn still
+	// ends with its context.
+	killTurn chan struct{}
 }
 
 // Fresh reports that Create made every directory of the group itself,
@@ -138,8 +140,12 @@ func (g *Group) Kill(ctx context.Context) (err error) {
 			return nil
 		}
 		if g.pids != "" {
-			g.killMu.Lock()
-			defer g.killMu.Unlock()
+			select {
+			case g.killTurn <- struct{}{}:
+				defer func() { <-g.killTurn }()
+			case <-ctx.Done():
+				return fmt.Errorf("killing cgroup %s: waiting for another kill of it: %w", g.path, ctx.Err())
+			}
 			release, herr := g.holdForks()
 			if herr != nil {
 				// The sweep converges without it, as on a host

@@ -292,3 +292,38 @@ func TestV1HoldForks(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Kills of one group overlap at a stop (the driver's and the task
+// runner's): they take turns, so the last does not put back the first's
+// 0, and both find the group empty. A group per round: the killed
+// orphans' zombies keep their pids charge until init reaps them, which
+// here can take seconds.
+func TestV1ConcurrentKillsPutLimitBack(t *testing.T) {
+	m := realV1(t)
+	for round := range 5 {
+		g := pidsGroup(t, m, fmt.Sprintf("twokills%d", round), 100)
+		startIn(t, g, `i=0; while [ $i -lt 5000 ]; do (sleep 30 &); i=$((i+1)); done; exec sleep 300`)
+		waitFor(t, 10*time.Second, "20 processes", func() bool {
+			ps, _ := g.Pids()
+			return len(ps) >= 20
+		})
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() { errs <- g.Kill(t.Context()) }()
+		}
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if got := readTrim(t, filepath.Join(g.pids, "pids.max")); got != "100" {
+			t.Fatalf("round %d: pids.max after two Kills = %s, want 100", round, got)
+		}
+		if left, _ := g.Pids(); len(liveOnly(left)) != 0 {
+			t.Fatalf("round %d: left alive: %v", round, liveOnly(left))
+		}
+		if err := g.Destroy(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
