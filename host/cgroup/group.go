@@ -147,11 +147,15 @@ func (g *Group) Kill(ctx context.Context) (err error) {
 				return fmt.Errorf("killing cgroup %s: waiting for another kill of it: %w", g.path, ctx.Err())
 			}
 			release, herr := g.holdForks()
-			if herr != nil {
+			switch {
+			case errors.Is(herr, fs.ErrNotExist):
+				// The group went since the listing: the sweep
+				// finds it gone.
+			case herr != nil:
 				// The sweep converges without it, as on a host
 				// without the pids controller.
 				g.m.logger.Warn("cannot stop forks while killing the group", "path", g.path, "error", herr)
-			} else {
+			default:
 				defer func() {
 					if rerr := release(); rerr != nil {
 						err = errors.Join(err, fmt.Errorf("killing cgroup %s: %w", g.path, rerr))
