@@ -129,6 +129,11 @@
 //   - The v1 sweep signals pids it read from cgroup.procs while the group
 //     was frozen; a frozen process cannot exit, so the pid cannot be reused
 //     in between, except by one already dying from the previous round.
+//   - pids.current counts a process until its parent reaps it, and a
+//     killed task's orphans are reaped by init: on this machine in
+//     batches seconds apart. A group emptied by Kill is removed (a new
+//     launch gets a new one), but one reused at once, as Prestart does
+//     with a group an earlier launch left, starts with their charge.
 //   - v2 does not touch swap (memory.swap.max), as Nomad does not.
 //   - Options.Root without a memory controller (a hybrid host's
 //     /sys/fs/cgroup/unified) is accepted for tests: membership, kill and
