@@ -138,6 +138,30 @@ func cleanupParent(t testing.TB, m *Manager) {
 	})
 }
 
+// killGroup SIGKILLs every process listed in g, thawed first, until none
+// is or a second has passed. Cleanups use it rather than Kill, the code
+// under test.
+func killGroup(g *Group) {
+	for _, dir := range g.dirs {
+		_ = writeFile(filepath.Join(dir, "freezer.state"), "THAWED")
+		_ = writeFile(filepath.Join(dir, "cgroup.freeze"), "0")
+	}
+	for range 200 {
+		n := 0
+		for _, f := range g.procs {
+			ps, _ := readPids(f)
+			n += len(ps)
+			for _, pid := range ps {
+				_ = unix.Kill(pid, unix.SIGKILL)
+			}
+		}
+		if n == 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // proc is a shell script started inside a group.
 type proc struct {
 	cmd *exec.Cmd
@@ -176,8 +200,16 @@ func startIn(t testing.TB, g *Group, script string) *proc {
 	p.cmd = cmd
 	go func() { p.waited <- cmd.Wait() }()
 	t.Cleanup(func() {
+		// The script's orphans hold its output pipe, which Wait waits
+		// for: a test that failed before its Kill would otherwise wait
+		// here as long as they sleep.
+		killGroup(g)
 		_ = cmd.Process.Kill()
-		<-p.waited
+		select {
+		case <-p.waited:
+		case <-time.After(10 * time.Second):
+			t.Errorf("cleanup: %q not reaped 10 s after its group was killed", script)
+		}
 	})
 	if gate != nil {
 		if err := g.AddPid(cmd.Process.Pid); err != nil {
