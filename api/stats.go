@@ -28,10 +28,24 @@ type TaskResourceUsage struct {
 	Pids map[string]*ResourceUsage `json:",omitempty"`
 }
 
-// ResourceUsage is memory and CPU use.
+// ResourceUsage is memory and CPU use, and the process count.
 type ResourceUsage struct {
 	MemoryStats *MemoryStats
 	CpuStats    *CpuStats
+	// PidsStats is not Nomad's, whose client limits no process count: a
+	// task's processes and threads against the agent's pids_limit. Nil
+	// where the host's cgroups have no pids controller.
+	PidsStats *PidsStats `json:",omitempty"`
+}
+
+// PidsStats are the processes and threads in a task's cgroup
+// (pids.current) and the most it may hold (pids.max: the agent's
+// pids_limit when the task started), as Docker's stats API has them;
+// Limit 0 means no limit. An allocation's sum adds the tasks' counts and
+// limits, and its Limit is 0 if any task has none.
+type PidsStats struct {
+	Current uint64
+	Limit   uint64
 }
 
 // MemoryStats is in bytes. Measured names the fields the host's cgroups

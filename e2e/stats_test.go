@@ -60,6 +60,10 @@ func TestAllocStats(t *testing.T) {
 	if cs.Percent <= 0 || cs.TotalTicks <= 0 || cs.UserMode+cs.SystemMode <= 0 {
 		t.Errorf("CPU %+v: building 20 MB in a shell takes CPU", cs)
 	}
+	// Its processes are counted against the default pids_limit.
+	if ps := ru.PidsStats; hostHasPids() && (ps == nil || ps.Limit != 2048 || ps.Current < 1) {
+		t.Errorf("PidsStats %+v: want the shell's processes of the default 2048", ps)
+	}
 
 	// The same figure in /v1/metrics, under Nomad's name and labels.
 	labels := map[string]string{"alloc_id": id, "job": "hog", "task_group": "g", "task": "hog"}

@@ -239,6 +239,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		IDs:           ids,
 		UserAllowed:   userAllowed(cfg),
 		Cgroups:       a.cgroups,
+		PidsLimit:     cfg.Containment.PidsLimit,
 		DataDir:       cfg.DataDir,
 		SocketRoot:    cfg.Plugin.SocketDir,
 		Store:         a.db,

@@ -12,8 +12,10 @@ import (
 
 // taskResources is Nomad's "Task Resources" table: the task's cpu and
 // memory, led by what it uses now when the agent has a sample ("12/100
-// MHz", "24 MiB/300 MiB"). "" when the allocation does not say the
-// task's resources.
+// MHz", "24 MiB/300 MiB"), and, with a sample from a host that counts
+// them, a Pids column Nomad has not: the task's processes and threads
+// against the agent's pids_limit ("3/2048", or "3" without a limit). ""
+// when the allocation does not say the task's resources.
 func taskResources(res *api.Resources, usage *api.TaskResourceUsage) string {
 	if res == nil {
 		return ""
@@ -32,6 +34,14 @@ func taskResources(res *api.Resources, usage *api.TaskResourceUsage) string {
 	if res.MemoryMaxMB > 0 {
 		// memory is then the reservation and memory_max the hard limit.
 		header, row = header+"|Memory Max", row+"|"+iBytes(uint64(res.MemoryMaxMB)<<20)
+	}
+	if usage != nil && usage.ResourceUsage != nil && usage.ResourceUsage.PidsStats != nil {
+		ps := usage.ResourceUsage.PidsStats
+		pids := strconv.FormatUint(ps.Current, 10)
+		if ps.Limit > 0 {
+			pids += "/" + strconv.FormatUint(ps.Limit, 10)
+		}
+		header, row = header+"|Pids", row+"|"+pids
 	}
 	return "Task Resources:\n" + formatList([]string{header, row})
 }

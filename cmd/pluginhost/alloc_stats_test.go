@@ -23,7 +23,7 @@ func TestAllocStatusStats(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("alloc status: %+v", r)
 	}
-	want := "Task Resources:\nCPU         Memory          Memory Max\n12/100 MHz  24 MiB/300 MiB  600 MiB\n"
+	want := "Task Resources:\nCPU         Memory          Memory Max  Pids\n12/100 MHz  24 MiB/300 MiB  600 MiB     3/2048\n"
 	if !strings.Contains(r.stdout, want) {
 		t.Errorf("alloc status lacks\n%s\nin:\n%s", want, r.stdout)
 	}
@@ -70,6 +70,29 @@ func TestAllocStatusStats(t *testing.T) {
 	r = runCLI(t, ctx, addr, "alloc", "status", "-stats", crashed)
 	if r.code != 0 || !strings.Contains(r.stdout, "CPU      Memory\n250 MHz  64 MiB\n") || strings.Contains(r.stdout, "CPU Stats") || r.stderr != "" {
 		t.Errorf("dead task: %+v", r)
+	}
+}
+
+// The Pids column shows a running task's count against its limit, the
+// count alone without a limit, and is left out where nothing counted.
+func TestTaskResourcesPids(t *testing.T) {
+	res := &api.Resources{CPU: 100, MemoryMB: 300}
+	usage := func(p *api.PidsStats) *api.TaskResourceUsage {
+		return &api.TaskResourceUsage{ResourceUsage: &api.ResourceUsage{
+			CpuStats: &api.CpuStats{TotalTicks: 12}, MemoryStats: &api.MemoryStats{RSS: 24 << 20}, PidsStats: p}}
+	}
+	for _, c := range []struct {
+		usage *api.TaskResourceUsage
+		want  string
+	}{
+		{usage(&api.PidsStats{Current: 64, Limit: 64}), "CPU         Memory          Pids\n12/100 MHz  24 MiB/300 MiB  64/64"},
+		{usage(&api.PidsStats{Current: 3}), "CPU         Memory          Pids\n12/100 MHz  24 MiB/300 MiB  3"},
+		{usage(nil), "CPU         Memory\n12/100 MHz  24 MiB/300 MiB"},
+		{nil, "CPU      Memory\n100 MHz  300 MiB"},
+	} {
+		if got := taskResources(res, c.usage); got != "Task Resources:\n"+c.want {
+			t.Errorf("got %q, want %q", got, "Task Resources:\n"+c.want)
+		}
 	}
 }
 

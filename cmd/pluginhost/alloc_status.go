@@ -24,8 +24,9 @@ Usage: pluginhost alloc status [-json] [-verbose] [-stats] ALLOC
 
   Show an allocation and, for each task, its state, restarts, resources
   (with what a running task uses now, from its cgroup: "12/100 MHz",
-  "24 MiB/300 MiB") and recent events (newest first; -verbose shows them
-  all). ALLOC may be any unique prefix of the allocation ID.
+  "24 MiB/300 MiB", and its processes and threads against the agent's
+  pids_limit, "3/2048") and recent events (newest first; -verbose shows
+  them all). ALLOC may be any unique prefix of the allocation ID.
 ` + helpAgentOptions + "\n" + helpReadOptions + `
 
   -stats

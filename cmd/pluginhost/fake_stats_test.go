@@ -8,7 +8,7 @@ import (
 
 // AllocStats implements host/api.Backend: every running task uses 12 MHz and
 // 24 MiB, measured as a v1 cgroup measures them (no Swap without swap
-// accounting).
+// accounting), and holds 3 processes and threads of its 2048.
 func (f *fakeAgent) AllocStats(ctx context.Context, id string) (*api.AllocResourceUsage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -27,6 +27,7 @@ func (f *fakeAgent) AllocStats(ctx context.Context, id string) (*api.AllocResour
 				Measured: []string{"RSS", "Cache", "Mapped File", "Usage", "Max Usage", "Kernel Usage", "Kernel Max Usage"}},
 			CpuStats: &api.CpuStats{SystemMode: 0.25, UserMode: 0.325, Percent: 0.575, TotalTicks: 12.9, ThrottledPeriods: 3, ThrottledTime: 4000,
 				Measured: []string{"System Mode", "User Mode", "Percent", "Throttled Periods", "Throttled Time"}},
+			PidsStats: &api.PidsStats{Current: 3, Limit: 2048},
 		}}
 	}
 	return out, nil

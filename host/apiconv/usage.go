@@ -16,6 +16,7 @@ func AllocResourceUsage(samples map[string]*taskrunner.TaskStats, m cgroup.Machi
 		Tasks:         make(map[string]*api.TaskResourceUsage, len(samples)),
 	}
 	sum := out.ResourceUsage
+	unlimited := false
 	for task, s := range samples {
 		ru := ResourceUsage(s, m)
 		ts := s.Time.UnixNano()
@@ -38,6 +39,18 @@ func AllocResourceUsage(samples map[string]*taskrunner.TaskStats, m cgroup.Machi
 		c.ThrottledPeriods += ru.CpuStats.ThrottledPeriods
 		c.ThrottledTime += ru.CpuStats.ThrottledTime
 		c.Measured = union(c.Measured, ru.CpuStats.Measured)
+		if p := ru.PidsStats; p != nil {
+			if sum.PidsStats == nil {
+				sum.PidsStats = &api.PidsStats{}
+			}
+			sum.PidsStats.Current += p.Current
+			sum.PidsStats.Limit += p.Limit
+			unlimited = unlimited || p.Limit == 0
+		}
+	}
+	if unlimited {
+		// One task without a limit makes the allocation's unlimited.
+		sum.PidsStats.Limit = 0
 	}
 	return out
 }
@@ -57,7 +70,15 @@ func ResourceUsage(s *taskrunner.TaskStats, m cgroup.Machine) *api.ResourceUsage
 			ThrottledPeriods: s.CPUThrottledPeriods, ThrottledTime: s.CPUThrottledNanos,
 			Measured: slices.Clone(s.CPUMeasured),
 		},
+		PidsStats: pidsStats(s),
 	}
+}
+
+func pidsStats(s *taskrunner.TaskStats) *api.PidsStats {
+	if !s.PidsMeasured {
+		return nil
+	}
+	return &api.PidsStats{Current: s.PidsCurrent, Limit: s.PidsLimit}
 }
 
 func union(a, b []string) []string {

@@ -24,9 +24,9 @@ const DefaultParent = "/pluginhost"
 // made and written. memory is required (limits, OOM count, memory stats);
 // the others are used when mounted: cpu for cpu.shares and throttling,
 // cpuacct for CPU time, freezer so Kill can stop forks during its sweep,
-// pids for a cheap process count. cpuset is left out on purpose: a v1
-// cpuset cgroup is unusable until cpuset.cpus and cpuset.mems are copied
-// into it, and nothing here reserves cores.
+// pids for the process limit (pids.max) and count. cpuset is left out on
+// purpose: a v1 cpuset cgroup is unusable until cpuset.cpus and
+// cpuset.mems are copied into it, and nothing here reserves cores.
 var v1Controllers = []string{"memory", "cpu", "cpuacct", "freezer", "pids"}
 
 // v2Controllers are the controllers enabled for task cgroups on v2, when
@@ -108,6 +108,12 @@ func Detect(logger hclog.Logger, opts Options) *Manager {
 	}
 	m.logger.Debug("cgroups enabled", "version", m.version, "parent", m.parent,
 		"controllers", m.Info().Controllers, "hierarchies", m.Info().Hierarchies)
+	if !m.has("pids") {
+		// Said once here rather than at every launch: no task's process
+		// count can be limited or read on this machine.
+		m.logger.Warn("no pids controller: tasks' processes and threads are not limited (pids_limit) or counted",
+			"version", m.version)
+	}
 	return m
 }
 
@@ -287,7 +293,15 @@ type Limits struct {
 	// CPU is in MHz; it becomes cpu.shares (v1) or cpu.weight (v2). 0
 	// leaves the kernel's default weight.
 	CPU int
+	// PidsLimit is pids.max: how many processes and threads the group may
+	// hold at once (the agent's pids_limit, not the job's); a fork or
+	// clone past it fails with EAGAIN. 0 means no limit ("max").
+	PidsLimit int
 }
+
+// MaxPidsLimit is the kernel's PID_MAX_LIMIT, the largest pids.max it
+// takes.
+const MaxPidsLimit = 1 << 22
 
 func (l Limits) validate() error {
 	switch {
@@ -299,6 +313,8 @@ func (l Limits) validate() error {
 		return fmt.Errorf("memory_max %d MB is below memory %d MB", l.MemoryMaxMB, l.MemoryMB)
 	case l.CPU < 0:
 		return fmt.Errorf("cpu %d MHz is negative", l.CPU)
+	case l.PidsLimit < 0 || l.PidsLimit > MaxPidsLimit:
+		return fmt.Errorf("pids limit %d is not between 0 (none) and %d", l.PidsLimit, MaxPidsLimit)
 	}
 	return nil
 }
@@ -383,7 +399,7 @@ func (m *Manager) Create(name string, l Limits) (*Group, error) {
 	}
 	g.fresh = len(made) == len(g.dirs)
 	m.logger.Debug("cgroup ready", "path", g.path, "new", len(made) > 0,
-		"memory_mb", l.MemoryMB, "memory_max_mb", l.MemoryMaxMB, "cpu", l.CPU)
+		"memory_mb", l.MemoryMB, "memory_max_mb", l.MemoryMaxMB, "cpu", l.CPU, "pids_limit", l.PidsLimit)
 	return g, nil
 }
 
@@ -424,7 +440,7 @@ func (m *Manager) group(name string) *Group { return m.groupAt(m.parent, name) }
 // groupAt is group under parent, which is m.parent but for a group made
 // under an earlier cgroup_parent (see Open).
 func (m *Manager) groupAt(parent, name string) *Group {
-	g := &Group{m: m, name: name, path: path.Join(parent, name)}
+	g := &Group{m: m, name: name, path: path.Join(parent, name), killTurn: make(chan struct{}, 1)}
 	switch m.version {
 	case 2:
 		dir := filepath.Join(m.root, g.path)
@@ -434,6 +450,9 @@ func (m *Manager) groupAt(parent, name string) *Group {
 		}
 		if m.has("cpu") {
 			g.cpu = dir
+		}
+		if m.has("pids") {
+			g.pids = dir
 		}
 		g.cpuacct = dir // cpu.stat's usage lines exist without the controller
 	case 1:
@@ -447,6 +466,7 @@ func (m *Manager) groupAt(parent, name string) *Group {
 		g.cpu = byRoot[m.v1["cpu"]]
 		g.cpuacct = byRoot[m.v1["cpuacct"]]
 		g.freezer = byRoot[m.v1["freezer"]]
+		g.pids = byRoot[m.v1["pids"]]
 	}
 	g.procs = make([]string, len(g.dirs))
 	for i, d := range g.dirs {
@@ -486,7 +506,7 @@ func (m *Manager) Open(p string) (*Group, error) {
 			if firstErr == nil {
 				firstErr = err
 			}
-			for _, c := range []*string{&g.mem, &g.cpu, &g.cpuacct, &g.freezer} {
+			for _, c := range []*string{&g.mem, &g.cpu, &g.cpuacct, &g.freezer, &g.pids} {
 				if *c == d {
 					*c = ""
 				}

@@ -1,9 +1,10 @@
 // Package cgroup puts each task in a cgroup of its own, as Nomad's
 // executor does for raw_exec and exec (issue 18): the job file's memory
-// becomes a hard limit the kernel enforces, cpu a relative weight,
-// stopping a task kills every process it made (setsid and double-forked
-// children included), an OOM kill is told apart from a kill -9, and the
-// task's memory and CPU use are read for `alloc status -stats` and the
+// becomes a hard limit the kernel enforces, cpu a relative weight, the
+// agent's pids_limit a cap on processes and threads, stopping a task
+// kills every process it made (setsid and double-forked children
+// included), an OOM kill is told apart from a kill -9, and the task's
+// memory, CPU and process count are read for `alloc status` and the
 // client.allocs.* metrics.
 //
 // # Layout
@@ -26,6 +27,14 @@
 // with the conversion Nomad's pinned opencontainers/cgroups uses (see
 // CPUWeight). On v1 memory.swappiness is set to 0, as Nomad does, so a task
 // over its limit is killed rather than swapped.
+//
+// The process limit is not the job's but the agent's (pids_limit; Nomad
+// and Docker set none, Podman's default is 2048): pids.max, the same file
+// in v1's pids hierarchy and in a v2 group, "max" for none. It counts
+// threads as well as processes, so one task cannot use up the machine's
+// pid_max; a fork or clone past it fails with EAGAIN (a Go program dies of
+// that: its runtime cannot do without a thread it asked for). Without the
+// pids controller nothing is written, and Detect says so once.
 //
 // # Joining before the task runs
 //
@@ -90,12 +99,18 @@
 // to children forked while it runs. v1 (and v2 before Linux 5.14) freezes
 // the group with the freezer controller, SIGKILLs every listed process,
 // thaws so the signals are acted on, and repeats until the group is empty;
-// frozen processes cannot fork between the listing and the kill. A v1 host
+// frozen processes cannot fork between the listing and the kill. With the
+// pids controller pids.max is also 0 while the sweep runs (and put back
+// after): a fork or clone in the group fails with EAGAIN, frozen or not,
+// and a Kill interrupted by the agent's death leaves 0 in a group whose
+// task was being ended (the next Create writes the limit again). A v1 host
 // without the freezer hierarchy still works: each round kills what it
 // lists, and a fork loop is emptied a generation per round, but a process
-// forked after the listing lives until the next round. Zombies count as
-// gone (the kernel no longer lists them in cgroup.procs; their parent, the
-// agent for the task's own process, reaps them).
+// forked after the listing lives until the next round. So a round ends by
+// listing the group again, and only that list, empty, ends the kill: the
+// list just signalled may be all dead while a child forked from it lives.
+// Zombies count as gone (the kernel no longer lists them in cgroup.procs;
+// their parent, the agent for the task's own process, reaps them).
 //
 // # Caveats
 //
@@ -114,6 +129,11 @@
 //   - The v1 sweep signals pids it read from cgroup.procs while the group
 //     was frozen; a frozen process cannot exit, so the pid cannot be reused
 //     in between, except by one already dying from the previous round.
+//   - pids.current counts a process until its parent reaps it, and a
+//     killed task's orphans are reaped by init: on this machine in
+//     batches seconds apart. A group emptied by Kill is removed (a new
+//     launch gets a new one), but one reused at once, as Prestart does
+//     with a group an earlier launch left, starts with their charge.
 //   - v2 does not touch swap (memory.swap.max), as Nomad does not.
 //   - Options.Root without a memory controller (a hybrid host's
 //     /sys/fs/cgroup/unified) is accepted for tests: membership, kill and

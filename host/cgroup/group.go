@@ -29,9 +29,15 @@ type Group struct {
 	procs []string
 	// The directories holding each controller's files, "" when the
 	// controller is not there.
-	mem, cpu, cpuacct, freezer string
+	mem, cpu, cpuacct, freezer, pids string
 	// fresh: Create made every directory of the group.
 	fresh bool
+	// killTurn makes a group's sweeping Kills take turns (the driver's
+	// and the task runner's can overlap at a stop): each puts back the
+	// pids.max it found, which must not be another Kill's 0. A channel
+	// rather than a mutex, so that a Kill waiting for its turn still
+	// ends with its context.
+	killTurn chan struct{}
 }
 
 // Fresh reports that Create made every directory of the group itself,
@@ -111,12 +117,14 @@ func (g *Group) Pids() ([]int, error) {
 //     controller / cgroup.freeze) so no process can fork between listing
 //     and killing, every listed process is sent SIGKILL, the group is
 //     thawed so the signals are acted on, and this repeats until the list
-//     is empty. Without a freezer the sweep still converges, one
-//     generation of children per round.
+//     is empty. With the pids controller pids.max is 0 meanwhile, and put
+//     back after: no fork or clone in the group succeeds, frozen or not,
+//     so every round can only shrink it. Without a freezer and pids the
+//     sweep still converges, one generation of children per round.
 //
 // A zombie counts as gone: it holds no memory and its parent (the agent,
 // for the task's main process) reaps it.
-func (g *Group) Kill(ctx context.Context) error {
+func (g *Group) Kill(ctx context.Context) (err error) {
 	useKill := false
 	if g.m.version == 2 {
 		_, err := os.Stat(filepath.Join(g.dirs[0], "cgroup.kill"))
@@ -130,6 +138,30 @@ func (g *Group) Kill(ctx context.Context) error {
 		// empty group on v1 here.
 		if ps, err := g.Pids(); err == nil && len(liveOnly(ps)) == 0 {
 			return nil
+		}
+		if g.pids != "" {
+			select {
+			case g.killTurn <- struct{}{}:
+				defer func() { <-g.killTurn }()
+			case <-ctx.Done():
+				return fmt.Errorf("killing cgroup %s: waiting for another kill of it: %w", g.path, ctx.Err())
+			}
+			release, herr := g.holdForks()
+			switch {
+			case errors.Is(herr, fs.ErrNotExist):
+				// The group went since the listing: the sweep
+				// finds it gone.
+			case herr != nil:
+				// The sweep converges without it, as on a host
+				// without the pids controller.
+				g.m.logger.Warn("cannot stop forks while killing the group", "path", g.path, "error", herr)
+			default:
+				defer func() {
+					if rerr := release(); rerr != nil {
+						err = errors.Join(err, fmt.Errorf("killing cgroup %s: %w", g.path, rerr))
+					}
+				}()
+			}
 		}
 	}
 	wait := 500 * time.Microsecond
@@ -178,8 +210,11 @@ func (g *Group) killV2() ([]int, error) {
 	return liveOnly(ps), nil
 }
 
-// sweep is one freeze–kill–thaw round. It returns the live processes it
-// found (and signalled); none means the group is empty.
+// sweep is one freeze–kill–thaw round. It returns the live processes
+// listed after the signals went out and the group was thawed; none means
+// the group is empty. The list it signalled cannot tell that: without a
+// freezer (or past freeze's deadline) a listed process may fork after the
+// listing and then die, and its child is in no list but a later one.
 func (g *Group) sweep(ctx context.Context) ([]int, error) {
 	thaw, err := g.freeze(ctx)
 	if err != nil {
@@ -203,6 +238,9 @@ func (g *Group) sweep(ctx context.Context) ([]int, error) {
 	if terr := thaw(); terr != nil && err == nil {
 		err = terr
 	}
+	if err == nil {
+		ps, err = g.Pids()
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -210,6 +248,30 @@ func (g *Group) sweep(ctx context.Context) ([]int, error) {
 		return nil, err
 	}
 	return liveOnly(ps), nil
+}
+
+// holdForks sets the group's pids.max to 0 and returns what puts back the
+// value it replaced. The kernel refuses a new task past pids.max even when
+// the group already holds more, so from the write on no process in the
+// group can fork or clone: the freezer's guarantee without the freezer,
+// and without its 100 ms deadline. 0 rather than the current count, which
+// would let a fork in again once a killed process is gone.
+func (g *Group) holdForks() (release func() error, err error) {
+	file := filepath.Join(g.pids, "pids.max")
+	was, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading pids.max: %w", err)
+	}
+	was = bytes.TrimSpace(was)
+	if err := writeFile(file, "0"); err != nil {
+		return nil, fmt.Errorf("holding forks: %w", err)
+	}
+	return func() error {
+		if err := writeBytes(file, was); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("putting pids.max back to %s: %w", was, err)
+		}
+		return nil
+	}, nil
 }
 
 // freeze stops every process in the group and returns the function that
@@ -406,6 +468,18 @@ func (g *Group) writeLimits(l Limits) error {
 			if err := writeFile(filepath.Join(g.cpu, "cpu.weight"), strconv.FormatUint(CPUWeight(shares), 10)); err != nil {
 				return fmt.Errorf("cpu weight: %w", err)
 			}
+		}
+	}
+	// pids.max is the same file on v1 and v2. "max" is written for no
+	// limit too, so that a group reused by the next launch loses a limit
+	// the agent's configuration no longer sets.
+	if g.pids != "" {
+		max := "max"
+		if l.PidsLimit > 0 {
+			max = strconv.Itoa(l.PidsLimit)
+		}
+		if err := writeFile(filepath.Join(g.pids, "pids.max"), max); err != nil {
+			return fmt.Errorf("pids limit: %w", err)
 		}
 	}
 	return nil

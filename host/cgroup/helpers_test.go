@@ -1,7 +1,6 @@
 package cgroup
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,6 +19,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
+
+	"github.com/pluginhost/pluginhost/internal/testproc"
 )
 
 // testLogger logs into the test's output; benchmarks get no logger, so
@@ -137,10 +138,35 @@ func cleanupParent(t testing.TB, m *Manager) {
 	})
 }
 
+// killGroup SIGKILLs every process listed in g, thawed first, until none
+// is or a second has passed. Cleanups use it rather than Kill, the code
+// under test.
+func killGroup(g *Group) {
+	for _, dir := range g.dirs {
+		_ = writeFile(filepath.Join(dir, "freezer.state"), "THAWED")
+		_ = writeFile(filepath.Join(dir, "cgroup.freeze"), "0")
+	}
+	for range 200 {
+		n := 0
+		for _, f := range g.procs {
+			ps, _ := readPids(f)
+			n += len(ps)
+			for _, pid := range ps {
+				_ = unix.Kill(pid, unix.SIGKILL)
+			}
+		}
+		if n == 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // proc is a shell script started inside a group.
 type proc struct {
-	cmd    *exec.Cmd
-	out    *bytes.Buffer
+	cmd *exec.Cmd
+	// out is the script's stdout and stderr, readable while it runs.
+	out    *testproc.Buffer
 	waited chan error
 }
 
@@ -150,7 +176,7 @@ type proc struct {
 // is killed and reaped when the test ends.
 func startIn(t testing.TB, g *Group, script string) *proc {
 	t.Helper()
-	p := &proc{out: &bytes.Buffer{}, waited: make(chan error, 1)}
+	p := &proc{out: &testproc.Buffer{}, waited: make(chan error, 1)}
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	var gate io.WriteCloser
@@ -174,8 +200,16 @@ func startIn(t testing.TB, g *Group, script string) *proc {
 	p.cmd = cmd
 	go func() { p.waited <- cmd.Wait() }()
 	t.Cleanup(func() {
+		// The script's orphans hold its output pipe, which Wait waits
+		// for: a test that failed before its Kill would otherwise wait
+		// here as long as they sleep.
+		killGroup(g)
 		_ = cmd.Process.Kill()
-		<-p.waited
+		select {
+		case <-p.waited:
+		case <-time.After(10 * time.Second):
+			t.Errorf("cleanup: %q not reaped 10 s after its group was killed", script)
+		}
 	})
 	if gate != nil {
 		if err := g.AddPid(cmd.Process.Pid); err != nil {
@@ -310,6 +344,10 @@ func checkGone(t testing.TB, g *Group) {
 // while it forks and destroys it.
 func checkForkLoopKilled(t *testing.T, g *Group) {
 	t.Helper()
+	var pidsMax string
+	if g.pids != "" {
+		pidsMax = readTrim(t, filepath.Join(g.pids, "pids.max"))
+	}
 	startIn(t, g, `i=0; while [ $i -lt 5000 ]; do (sleep 30 &); i=$((i+1)); done; exec sleep 300`)
 	waitFor(t, 10*time.Second, "50 processes", func() bool {
 		ps, _ := g.Pids()
@@ -328,6 +366,14 @@ func checkForkLoopKilled(t *testing.T, g *Group) {
 	// load): what must not be left is a live one.
 	if left, _ := g.Pids(); len(liveOnly(left)) != 0 {
 		t.Fatalf("left alive: %v", liveOnly(left))
+	}
+	// Kill held forks with pids.max 0 while it swept; the limit is back.
+	if g.pids != "" {
+		if got := readTrim(t, filepath.Join(g.pids, "pids.max")); got != pidsMax {
+			t.Errorf("pids.max after Kill = %s, want %s as before", got, pidsMax)
+		}
+		ev, _ := readKV(filepath.Join(g.pids, "pids.events"))
+		t.Logf("forks refused while Kill swept: %d", ev["max"])
 	}
 	if err := g.Destroy(); err != nil {
 		t.Fatal(err)

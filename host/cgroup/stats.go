@@ -57,11 +57,20 @@ type Stats struct {
 	// "Throttled Time".
 	MemoryMeasured []string
 	CPUMeasured    []string
+
+	// PidsCurrent is how many processes and threads are in the group
+	// (pids.current) and PidsLimit how many it may hold (pids.max, 0 for
+	// no limit). Both need the pids controller: PidsMeasured says whether
+	// they were read.
+	PidsCurrent  uint64
+	PidsLimit    uint64
+	PidsMeasured bool
 }
 
-// Stats reads the group's memory and CPU use. Files a kernel lacks (v2
-// memory.peak before 5.19, v1 kmem accounting when disabled) leave their
-// fields zero and unmeasured; only a missing group is an error.
+// Stats reads the group's memory, CPU and process use. Files a kernel
+// lacks (v2 memory.peak before 5.19, v1 kmem accounting when disabled)
+// leave their fields zero and unmeasured; only a missing group is an
+// error.
 func (g *Group) Stats() (Stats, error) {
 	s := Stats{Time: time.Now()}
 	var err error
@@ -70,10 +79,33 @@ func (g *Group) Stats() (Stats, error) {
 	} else {
 		err = g.statsV2(&s)
 	}
+	if err == nil {
+		err = g.pidsStats(&s)
+	}
 	if err != nil {
 		return Stats{}, fmt.Errorf("stats of cgroup %s: %w", g.path, err)
 	}
 	return s, nil
+}
+
+// pidsStats reads pids.current and pids.max, the same files on v1 and v2.
+func (g *Group) pidsStats(s *Stats) error {
+	if g.pids == "" {
+		return nil
+	}
+	cur, err := readUint(filepath.Join(g.pids, "pids.current"))
+	if err != nil {
+		return err
+	}
+	max, err := readUint(filepath.Join(g.pids, "pids.max"))
+	if err != nil {
+		return err
+	}
+	if max == ^uint64(0) {
+		max = 0
+	}
+	s.PidsCurrent, s.PidsLimit, s.PidsMeasured = cur, max, true
+	return nil
 }
 
 func (g *Group) statsV1(s *Stats) error {

@@ -56,7 +56,8 @@ func TestMemoryBytes(t *testing.T) {
 			t.Errorf("%+v: hard %d soft %d, want %d %d", c.l, h, s, c.hard, c.soft)
 		}
 	}
-	for _, bad := range []Limits{{MemoryMB: -1}, {MemoryMaxMB: -2}, {MemoryMB: 128, MemoryMaxMB: 64}, {CPU: -5}} {
+	for _, bad := range []Limits{{MemoryMB: -1}, {MemoryMaxMB: -2}, {MemoryMB: 128, MemoryMaxMB: 64}, {CPU: -5},
+		{PidsLimit: -1}, {PidsLimit: MaxPidsLimit + 1}} {
 		if err := bad.validate(); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}

@@ -88,25 +88,41 @@ func TestV1KillForkLoop(t *testing.T) {
 }
 
 // Without a freezer hierarchy Kill still empties a group, setsid, double
-// forks and fork loop included, one generation per round.
+// forks and fork loop included: with the pids hierarchy no fork succeeds
+// while it sweeps; without it either, one generation goes per round.
 func TestV1KillWithoutFreezer(t *testing.T) {
 	real := realV1(t)
-	roots := map[string]string{}
-	for c, dir := range real.v1 {
-		if c != "freezer" {
-			roots[c] = dir
-		}
+	for _, c := range []struct {
+		name    string
+		without []string
+	}{
+		{"pids holds forks", []string{"freezer"}},
+		{"no pids either", []string{"freezer", "pids"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			roots := map[string]string{}
+			for ctrl, dir := range real.v1 {
+				if !slices.Contains(c.without, ctrl) {
+					roots[ctrl] = dir
+				}
+			}
+			m := Detect(testLogger(t), Options{Mode: "v1", Parent: real.Parent(), V1Roots: roots})
+			for _, ctrl := range c.without {
+				if !m.Enabled() || m.has(ctrl) {
+					t.Fatalf("manager without %s: %+v", ctrl, m.Info())
+				}
+			}
+			if !slices.Contains(c.without, "pids") && !m.has("pids") {
+				t.Skip("no pids hierarchy here")
+			}
+			g, err := m.Create("nofreezer", Limits{MemoryMB: 256, PidsLimit: 4096})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkTreeKilled(t, g)
+			checkForkLoopKilled(t, g)
+		})
 	}
-	m := Detect(testLogger(t), Options{Mode: "v1", Parent: real.Parent(), V1Roots: roots})
-	if !m.Enabled() || m.has("freezer") {
-		t.Fatalf("manager without freezer: %+v", m.Info())
-	}
-	g, err := m.Create("nofreezer", Limits{MemoryMB: 256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkTreeKilled(t, g)
-	checkForkLoopKilled(t, g)
 }
 
 // Stats sees the memory and CPU a busy task uses, limits are written as

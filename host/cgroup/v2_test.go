@@ -160,7 +160,7 @@ func fakeV2(t *testing.T, parent string, names ...string) string {
 	write(filepath.Join(root, parent, "cgroup.subtree_control"), "")
 	for _, n := range names {
 		dir := filepath.Join(root, parent, n)
-		for _, f := range []string{"cgroup.procs", "cgroup.kill", "memory.max", "memory.low", "cpu.weight"} {
+		for _, f := range []string{"cgroup.procs", "cgroup.kill", "memory.max", "memory.low", "cpu.weight", "pids.max", "pids.current"} {
 			write(filepath.Join(dir, f), "")
 		}
 	}
@@ -180,13 +180,13 @@ func TestV2LimitsOnFakeRoot(t *testing.T) {
 	}
 	dir := filepath.Join(root, "pluginhost", "a1.web")
 	for _, c := range []struct {
-		l                Limits
-		max, low, weight string
+		l                      Limits
+		max, low, weight, pids string
 	}{
-		{Limits{MemoryMB: 300, CPU: 100}, strconv.Itoa(300 << 20), "0", "17"},
-		{Limits{MemoryMB: 64, MemoryMaxMB: 128, CPU: 1024}, strconv.Itoa(128 << 20), strconv.Itoa(64 << 20), "100"},
-		{Limits{MemoryMB: 64, MemoryMaxMB: -1, CPU: 500}, "max", strconv.Itoa(64 << 20), strconv.FormatUint(CPUWeight(500), 10)},
-		{Limits{}, "max", "0", "100"},
+		{Limits{MemoryMB: 300, CPU: 100, PidsLimit: 2048}, strconv.Itoa(300 << 20), "0", "17", "2048"},
+		{Limits{MemoryMB: 64, MemoryMaxMB: 128, CPU: 1024}, strconv.Itoa(128 << 20), strconv.Itoa(64 << 20), "100", "max"},
+		{Limits{MemoryMB: 64, MemoryMaxMB: -1, CPU: 500, PidsLimit: 1}, "max", strconv.Itoa(64 << 20), strconv.FormatUint(CPUWeight(500), 10), "1"},
+		{Limits{}, "max", "0", "100", "max"},
 	} {
 		g, err := m.Create("a1.web", c.l)
 		if err != nil {
@@ -195,9 +195,10 @@ func TestV2LimitsOnFakeRoot(t *testing.T) {
 		if g.Path() != "/pluginhost/a1.web" || g.Dirs()[0] != dir {
 			t.Fatalf("path %s dirs %v", g.Path(), g.Dirs())
 		}
-		got := []string{readTrim(t, filepath.Join(dir, "memory.max")), readTrim(t, filepath.Join(dir, "memory.low")), readTrim(t, filepath.Join(dir, "cpu.weight"))}
-		if want := []string{c.max, c.low, c.weight}; !slices.Equal(got, want) {
-			t.Errorf("%+v: memory.max, memory.low, cpu.weight = %q, want %q", c.l, got, want)
+		got := []string{readTrim(t, filepath.Join(dir, "memory.max")), readTrim(t, filepath.Join(dir, "memory.low")),
+			readTrim(t, filepath.Join(dir, "cpu.weight")), readTrim(t, filepath.Join(dir, "pids.max"))}
+		if want := []string{c.max, c.low, c.weight, c.pids}; !slices.Equal(got, want) {
+			t.Errorf("%+v: memory.max, memory.low, cpu.weight, pids.max = %q, want %q", c.l, got, want)
 		}
 	}
 	for _, p := range []string{"cgroup.subtree_control", "pluginhost/cgroup.subtree_control"} {
@@ -245,6 +246,8 @@ func TestV2EventsAndStatsOnFakeRoot(t *testing.T) {
 		"memory.peak":         "9000\n",
 		"memory.swap.current": "0\n",
 		"cpu.stat":            "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\nnr_periods 10\nnr_throttled 4\nthrottled_usec 250\nnr_bursts 0\nburst_usec 0\n",
+		"pids.current":        "7\n",
+		"pids.max":            "2048\n",
 	}
 	for f, s := range files {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(s), 0o644); err != nil {
@@ -262,7 +265,8 @@ func TestV2EventsAndStatsOnFakeRoot(t *testing.T) {
 		MemoryUsage: 5000, MemoryMaxUsage: 9000, CPUUsageNanos: 1500e3, CPUUserNanos: 1000e3, CPUSystemNanos: 500e3,
 		CPUThrottledPeriods: 4, CPUThrottledNanos: 250e3,
 		MemoryMeasured: []string{"RSS", "Cache", "Mapped File", "Kernel Usage", "Usage", "Max Usage", "Swap"},
-		CPUMeasured:    []string{"System Mode", "User Mode", "Percent", "Throttled Periods", "Throttled Time"}}
+		CPUMeasured:    []string{"System Mode", "User Mode", "Percent", "Throttled Periods", "Throttled Time"},
+		PidsCurrent:    7, PidsLimit: 2048, PidsMeasured: true}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("Stats\n got %+v\nwant %+v", s, want)
 	}
@@ -270,5 +274,12 @@ func TestV2EventsAndStatsOnFakeRoot(t *testing.T) {
 	os.Remove(filepath.Join(dir, "memory.peak"))
 	if s, _ := g.Stats(); slices.Contains(s.MemoryMeasured, "Max Usage") {
 		t.Errorf("Max Usage measured without memory.peak: %v", s.MemoryMeasured)
+	}
+	// pids.max "max" is no limit, 0 in Stats.
+	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte("max\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := g.Stats(); err != nil || s.PidsLimit != 0 || s.PidsCurrent != 7 || !s.PidsMeasured {
+		t.Errorf("pids.max max: current %d limit %d measured %v (%v), want 7 0 true", s.PidsCurrent, s.PidsLimit, s.PidsMeasured, err)
 	}
 }

@@ -66,8 +66,8 @@ type Config struct {
 	GC GCConfig
 	// ACL holds the API's tokens when the config sets them.
 	ACL ACLConfig
-	// Containment holds chroot_env, denied_host_uids, denied_host_gids
-	// and cgroup_parent (containment.go).
+	// Containment holds chroot_env, denied_host_uids, denied_host_gids,
+	// cgroup_parent and pids_limit (containment.go).
 	Containment ContainmentConfig
 
 	// DevMode is set by Dev: no config file, throwaway data dir.

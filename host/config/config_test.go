@@ -347,6 +347,7 @@ exec {
 		DeniedHostUIDs: jobspec.IDRanges{{Lo: 0, Hi: 0}, {Lo: 1000, Hi: 1999}},
 		DeniedHostGIDs: jobspec.IDRanges{{Lo: 0, Hi: 0}},
 		CgroupParent:   "/pluginhost.slice",
+		PidsLimit:      DefaultPidsLimit,
 		DynamicUserMin: 70000, DynamicUserMax: 70999,
 		Exec: ExecOptions{AllowPIDModeHost: true},
 	}

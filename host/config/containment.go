@@ -19,12 +19,22 @@ import (
 // denied_host_uids/gids in each driver's `plugin "exec"` / `plugin
 // "raw_exec"` config; pluginhost is one client with its drivers built in,
 // so all four are top-level keys here (as gc_* are) and the denied ids
-// apply to every driver.
+// apply to every driver. pids_limit, which Nomad lacks, sits with them.
 
 // DefaultCgroupParent is the cgroup under which the agent puts its tasks'
 // cgroups (Nomad's is "nomad.slice" on cgroup v2 and "/nomad" on v1,
 // client/lib/cgroupslib/switch_linux.go).
 const DefaultCgroupParent = "/pluginhost"
+
+// DefaultPidsLimit is pids_limit left out: Podman's default pids.max.
+// Nomad and Docker set none, and one task holding 8,001 threads (seen in
+// review) used a quarter of a 32,768 pid_max; 2048 leaves room for a
+// busy JVM or Go server and stops a runaway one from starving the host.
+const DefaultPidsLimit = 2048
+
+// MaxPidsLimit is the kernel's PID_MAX_LIMIT, the largest pids.max it
+// takes.
+const MaxPidsLimit = 1 << 22
 
 // DefaultChrootEnv returns Nomad's default chroot_env
 // (client/config/config.go, DefaultChrootEnv): the host directories copied
@@ -60,6 +70,9 @@ type ContainmentConfig struct {
 	// CgroupParent is cgroup_parent, the cgroup (a path under the cgroup
 	// file system's root, with a leading "/") holding the tasks' cgroups.
 	CgroupParent string
+	// PidsLimit is pids_limit: how many processes and threads each task's
+	// cgroup may hold at once (pids.max); 0 means no limit.
+	PidsLimit int
 	// DynamicUserMin and DynamicUserMax are users { dynamic_user_min,
 	// dynamic_user_max }: the ids the agent gives exec tasks that name no
 	// user (a uid each, as Nomad's exec2 does) and every allocation (the
@@ -96,7 +109,7 @@ func (c *ContainmentConfig) DynamicUsers() bool { return c.DynamicUserMin >= 0 }
 
 func defaultContainment() ContainmentConfig {
 	return ContainmentConfig{
-		ChrootEnv: DefaultChrootEnv(), CgroupParent: DefaultCgroupParent,
+		ChrootEnv: DefaultChrootEnv(), CgroupParent: DefaultCgroupParent, PidsLimit: DefaultPidsLimit,
 		DynamicUserMin: DefaultDynamicUserMin, DynamicUserMax: DefaultDynamicUserMax,
 		Exec: ExecOptions{Seccomp: true},
 	}
@@ -115,7 +128,7 @@ func (c *Config) HostPolicy() jobspec.HostPolicy {
 	}
 }
 
-// decodeContainment reads the four keys from the root attributes.
+// decodeContainment reads the containment keys from the root attributes.
 func decodeContainment(d *hclstrict.Decoder, a hcl.Attributes, c *ContainmentConfig) {
 	if attr := a["chroot_env"]; attr != nil {
 		if m, ok := decodeChrootEnv(d, attr); ok && len(m) > 0 {
@@ -150,6 +163,25 @@ func decodeContainment(d *hclstrict.Decoder, a hcl.Attributes, c *ContainmentCon
 			}
 		}
 	}
+	if attr := a["pids_limit"]; attr != nil {
+		if n, ok := d.Whole(attr, 0, MaxPidsLimit); ok {
+			if err := checkPidsLimit(n); err != nil {
+				d.Errorf(attr.Expr.Range(), "Invalid pids_limit", "pids_limit %s.", err)
+			} else {
+				c.PidsLimit = n
+			}
+		}
+	}
+}
+
+func checkPidsLimit(n int) error {
+	switch {
+	case n < 0:
+		return fmt.Errorf("must be 0 (no limit) or a number of processes and threads, got %d", n)
+	case n > MaxPidsLimit:
+		return fmt.Errorf("may be at most %d (the kernel's PID_MAX_LIMIT), got %d", MaxPidsLimit, n)
+	}
+	return nil
 }
 
 // decodeChrootEnv reads `chroot_env = { "/host" = "/in/task" }`, reporting
@@ -309,6 +341,9 @@ func (c *ContainmentConfig) validate() []error {
 		errs = append(errs, fmt.Errorf("cgroup_parent %w", err))
 	} else if p != c.CgroupParent {
 		errs = append(errs, fmt.Errorf("cgroup_parent %q must be written %q", c.CgroupParent, p))
+	}
+	if err := checkPidsLimit(c.PidsLimit); err != nil {
+		errs = append(errs, fmt.Errorf("pids_limit %w", err))
 	}
 	return errs
 }

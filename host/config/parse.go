@@ -22,7 +22,7 @@ var rootSchema = &hcl.BodySchema{
 		{Name: "data_dir"}, {Name: "log_level"}, {Name: "log_json"}, {Name: "addr"}, {Name: "enable_debug"},
 		{Name: "node_name"}, {Name: "datacenter"}, {Name: "jobs"},
 		{Name: "gc_interval"}, {Name: "gc_max_allocs"}, {Name: "gc_disk_usage_threshold"}, {Name: "gc_inode_usage_threshold"},
-		{Name: "chroot_env"}, {Name: "denied_host_uids"}, {Name: "denied_host_gids"}, {Name: "cgroup_parent"},
+		{Name: "chroot_env"}, {Name: "denied_host_uids"}, {Name: "denied_host_gids"}, {Name: "cgroup_parent"}, {Name: "pids_limit"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "csi"}, {Type: "plugin"}, {Type: "acl"}, {Type: "users"}, {Type: "exec"}},
 }

@@ -24,11 +24,19 @@ var allocLabels = []string{"alloc_id", "job", "task_group", "task"}
 type allocGauge struct {
 	desc *prometheus.Desc
 	read func(u *TaskUsage) float64
+	// measured, if set, says whether the sample has the figure: a gauge
+	// of 0 would claim a count that nothing took.
+	measured func(u *TaskUsage) bool
 }
 
 func newAllocGauges() []allocGauge {
 	g := func(name, help string, read func(u *TaskUsage) float64) allocGauge {
-		return allocGauge{prometheus.NewDesc(Namespace+"_client_allocs_"+name, help, allocLabels, nil), read}
+		return allocGauge{desc: prometheus.NewDesc(Namespace+"_client_allocs_"+name, help, allocLabels, nil), read: read}
+	}
+	pids := func(name, help string, read func(u *TaskUsage) float64) allocGauge {
+		a := g(name, help, read)
+		a.measured = func(u *TaskUsage) bool { return u.Stats.PidsMeasured }
+		return a
 	}
 	return []allocGauge{
 		g("memory_rss", "Anonymous memory of a running task's cgroup, bytes (v1 total_rss, v2 anon).",
@@ -57,13 +65,17 @@ func newAllocGauges() []allocGauge {
 			func(u *TaskUsage) float64 { return float64(u.Stats.CPUThrottledPeriods) }),
 		g("cpu_total_ticks", "cpu_total_percent in MHz of this machine's cores, comparable with the task's cpu.",
 			func(u *TaskUsage) float64 { return u.TotalTicks }),
+		pids("pids_current", "Processes and threads in a running task's cgroup (pids.current); only where the pids controller counts them.",
+			func(u *TaskUsage) float64 { return float64(u.Stats.PidsCurrent) }),
+		pids("pids_limit", "The most processes and threads a running task's cgroup may hold (pids.max: the agent's pids_limit), 0 for no limit.",
+			func(u *TaskUsage) float64 { return float64(u.Stats.PidsLimit) }),
 	}
 }
 
 // WatchTaskUsage reports Nomad's client.allocs.memory.* and
-// client.allocs.cpu.* gauges of every running task, sampled by usage when
-// the registry is gathered (no goroutine polls the cgroups between
-// scrapes).
+// client.allocs.cpu.* gauges of every running task, and our
+// client.allocs.pids_* ones, sampled by usage when the registry is
+// gathered (no goroutine polls the cgroups between scrapes).
 func (m *Metrics) WatchTaskUsage(usage func() []TaskUsage) error {
 	gauges := newAllocGauges()
 	descs := make([]*prometheus.Desc, len(gauges))
@@ -78,6 +90,9 @@ func (m *Metrics) WatchTaskUsage(usage func() []TaskUsage) error {
 					continue
 				}
 				for _, g := range gauges {
+					if g.measured != nil && !g.measured(&u) {
+						continue
+					}
 					ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.read(&u), u.AllocID, u.Job, u.Group, u.Task)
 				}
 			}

@@ -66,3 +66,37 @@ pluginhost_client_allocs_oom_killed{job="web",task="srv",task_group="g"} 2
 		t.Fatalf("after a2 stopped: %d memory_usage series (%v), want 1", n, err)
 	}
 }
+
+// The pids gauges are reported for a task whose cgroup counts its
+// processes, and left out for one whose host cannot.
+func TestTaskUsagePidsGauges(t *testing.T) {
+	m := New()
+	usage := []TaskUsage{
+		{AllocID: "a1", Job: "web", Group: "g", Task: "srv",
+			Stats: &taskrunner.TaskStats{Stats: cgroup.Stats{PidsCurrent: 12, PidsLimit: 2048, PidsMeasured: true}}},
+		{AllocID: "a2", Job: "web", Group: "g", Task: "srv",
+			Stats: &taskrunner.TaskStats{Stats: cgroup.Stats{PidsCurrent: 3, PidsMeasured: true}}},
+		{AllocID: "a3", Job: "web", Group: "g", Task: "srv", Stats: &taskrunner.TaskStats{}},
+	}
+	if err := m.WatchTaskUsage(func() []TaskUsage { return usage }); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP pluginhost_client_allocs_pids_current Processes and threads in a running task's cgroup (pids.current); only where the pids controller counts them.
+# TYPE pluginhost_client_allocs_pids_current gauge
+pluginhost_client_allocs_pids_current{alloc_id="a1",job="web",task="srv",task_group="g"} 12
+pluginhost_client_allocs_pids_current{alloc_id="a2",job="web",task="srv",task_group="g"} 3
+# HELP pluginhost_client_allocs_pids_limit The most processes and threads a running task's cgroup may hold (pids.max: the agent's pids_limit), 0 for no limit.
+# TYPE pluginhost_client_allocs_pids_limit gauge
+pluginhost_client_allocs_pids_limit{alloc_id="a1",job="web",task="srv",task_group="g"} 2048
+pluginhost_client_allocs_pids_limit{alloc_id="a2",job="web",task="srv",task_group="g"} 0
+`
+	if err := testutil.GatherAndCompare(m.Gatherer(), strings.NewReader(want),
+		"pluginhost_client_allocs_pids_current", "pluginhost_client_allocs_pids_limit"); err != nil {
+		t.Fatal(err)
+	}
+	// a3 still has its memory and CPU gauges.
+	if n, err := testutil.GatherAndCount(m.Gatherer(), "pluginhost_client_allocs_memory_rss"); err != nil || n != 3 {
+		t.Fatalf("%d memory_rss series (%v), want 3", n, err)
+	}
+}

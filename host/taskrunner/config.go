@@ -56,6 +56,9 @@ type Config struct {
 	// Cgroups makes each launch's control group; nil or disabled runs
 	// tasks in the agent's own.
 	Cgroups *cgroup.Manager
+	// PidsLimit caps the processes and threads of each launch's group
+	// (the agent's pids_limit); 0 means no limit.
+	PidsLimit int
 	// UserAllowed, if set, refuses a task user the agent's config denies
 	// (denied_host_uids / denied_host_gids).
 	UserAllowed func(u *driver.User) error

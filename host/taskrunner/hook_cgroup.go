@@ -32,7 +32,7 @@ func (h *cgroupHook) Prestart(ctx context.Context, req *HookRequest) error {
 	if m == nil || !m.Enabled() {
 		return nil
 	}
-	g, err := m.Create(CgroupName(req.AllocID, req.Task.Name), limits(req.Task.Resources))
+	g, err := m.Create(CgroupName(req.AllocID, req.Task.Name), limits(req.Task.Resources, h.cfg.PidsLimit))
 	if err != nil {
 		return fmt.Errorf("cgroup: %w", err)
 	}
@@ -83,11 +83,14 @@ func (h *cgroupHook) end(req *HookRequest) error {
 // CgroupName is the name of a task's group under the agent's parent.
 func CgroupName(allocID, task string) string { return allocID + "." + task }
 
-func limits(r *jobspec.Resources) cgroup.Limits {
-	if r == nil {
-		return cgroup.Limits{}
+// limits are a launch's: the job's resources and the agent's pids limit,
+// which no job can change.
+func limits(r *jobspec.Resources, pids int) cgroup.Limits {
+	l := cgroup.Limits{PidsLimit: pids}
+	if r != nil {
+		l.MemoryMB, l.MemoryMaxMB, l.CPU = r.MemoryMB, r.MemoryMaxMB, r.CPU
 	}
-	return cgroup.Limits{MemoryMB: r.MemoryMB, MemoryMaxMB: r.MemoryMaxMB, CPU: r.CPU}
+	return l
 }
 
 // openCgroup finds a restored task's group by its recorded path; nil when

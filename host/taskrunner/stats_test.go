@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -106,6 +107,44 @@ func TestStatsOfRunningTask(t *testing.T) {
 	if err != nil || len(got) != 0 {
 		t.Fatalf("stats of a stopped allocation: %v, %v; want none", got, err)
 	}
+}
+
+// Each launch's group gets the agent's pids limit, whatever the job's
+// resources say, and its stats count the task's processes against it.
+func TestStatsPidsLimit(t *testing.T) {
+	a := newAgent(t, "")
+	withCgroups(t, a)
+	if !slices.Contains(a.Cfg.Cgroups.Info().Controllers, "pids") {
+		t.Skip("no pids controller here")
+	}
+	a.Cfg.PidsLimit = 40
+	two := shTask("two", `sleep 1000 & exec sleep 1000`)
+	two.Resources = &jobspec.Resources{CPU: 100, MemoryMB: 64}
+	ar := a.Run(testJob(jobspec.JobTypeService, two, shTask("one", "exec sleep 1000")))
+	a.Events.Wait(t, "two", EventStarted, 1)
+	a.Events.Wait(t, "one", EventStarted, 1)
+	var got map[string]*TaskStats
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var err error
+		if got, err = ar.Stats(); err != nil {
+			t.Fatal(err)
+		}
+		if s := got["two"]; s != nil && s.PidsCurrent == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("two's stats never counted its two sleeps: %+v", got["two"])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for task, want := range map[string]uint64{"two": 2, "one": 1} {
+		s := got[task]
+		if s == nil || !s.PidsMeasured || s.PidsLimit != 40 || s.PidsCurrent != want {
+			t.Errorf("%s: %+v, want %d processes of 40", task, s, want)
+		}
+	}
+	a.Stop(ar)
 }
 
 // Without cgroups there are no stats, and no error.
