@@ -26,7 +26,7 @@ func TestStartChildCgroupRefused(t *testing.T) {
 	const n = 5
 	before := openFDs(t)
 	for range n {
-		if _, err := startChild(exec.Command("/bin/true"), refusingCgroup{}); err == nil || !strings.Contains(err.Error(), "refused") {
+		if _, err := startChild(exec.Command("/bin/true"), refusingCgroup{}, nil); err == nil || !strings.Contains(err.Error(), "refused") {
 			t.Fatalf("start in a refusing cgroup: %v", err)
 		}
 	}

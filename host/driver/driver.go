@@ -150,6 +150,11 @@ type ExitResult struct {
 	// the task's cgroup during this launch (known for re-adopted tasks
 	// too: the cgroup counts it).
 	OOMKilled bool
+	// SetupErr is why the namespace helper could not set the task up
+	// (a link the task planted in its root, a command not found): the
+	// task's binary never ran. It matches beneath.ErrUnsafe for a
+	// refused link, which no restart can fix.
+	SetupErr error
 }
 
 // User is a task's resolved user.
@@ -196,7 +201,7 @@ type Cgroup interface {
 
 // Successful reports a clean exit.
 func (r *ExitResult) Successful() bool {
-	return r != nil && !r.Unknown && r.ExitCode == 0 && r.Signal == 0
+	return r != nil && !r.Unknown && r.ExitCode == 0 && r.Signal == 0 && r.SetupErr == nil
 }
 
 // Task is a running task.

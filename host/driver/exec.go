@@ -98,7 +98,7 @@ func (d *Exec) Start(ctx context.Context, req *StartRequest) (Task, error) {
 	cmd.Env = append([]string{}, req.Env...)
 	cmd.Stdout = req.Stdout
 	cmd.Stderr = req.Stderr
-	p, err := startTask(ctx, cmd, report, req.Cgroup)
+	p, err := startTask(cmd, report, req.Cgroup)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", req.Command, err)
 	}

@@ -78,24 +78,17 @@ func TestRawExecMountFailure(t *testing.T) {
 	}
 }
 
-// startRefused starts req with d, expecting the launch to fail; it returns
-// the error and what the task (the helper) wrote.
+// startRefused runs req with d, expecting the namespace helper to refuse
+// to set the task up: the launch itself succeeds (the helper's work is not
+// on its path), and the task ends at once with the helper's reason as its
+// SetupErr. It returns what the task (the helper) wrote and that reason.
 func startRefused(t *testing.T, d Driver, req *StartRequest) (out string, err error) {
 	t.Helper()
-	r, w := pipeFile(t)
-	req.Stdout, req.Stderr = w, w
-	task, err := d.Start(context.Background(), req)
-	_ = w.Close()
-	if err == nil {
-		killOnCleanup(t, task.Handle().Pid)
-		t.Cleanup(task.Detach)
-		t.Fatal("the launch was not refused")
+	res, out := runTask(t, d, req)
+	if res.SetupErr == nil || res.ExitCode != 126 || res.Successful() {
+		t.Fatalf("the helper did not refuse the task: %+v, output %q", res, out)
 	}
-	b, rerr := io.ReadAll(r)
-	if rerr != nil {
-		t.Fatal(rerr)
-	}
-	return string(b), err
+	return out, res.SetupErr
 }
 
 // runWithMounts runs script under /bin/sh through the mount helper with

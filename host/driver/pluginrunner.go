@@ -66,7 +66,7 @@ func (r *pluginRunner) Start(ctx context.Context) error {
 		return fmt.Errorf("stdout pipe: %w", err)
 	}
 	r.cmd.Stdout = wr
-	p, err := startTask(ctx, r.cmd, r.report, r.cg)
+	p, err := startTaskAndWait(ctx, r.cmd, r.report, r.cg)
 	_ = wr.Close()
 	if err != nil {
 		_ = rd.Close()

@@ -68,8 +68,9 @@ type proc struct {
 
 // startChild starts cmd in its own session, and in cg when it is not nil,
 // and returns its proc; a goroutine owned by the proc reaps it and
-// records its exit status.
-func startChild(cmd *exec.Cmd, cg Cgroup) (*proc, error) {
+// records its exit status, with the namespace helper's report when cmd is
+// the helper (report not nil).
+func startChild(cmd *exec.Cmd, cg Cgroup, report *helperReport) (*proc, error) {
 	pidfd := -1
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -86,6 +87,9 @@ func startChild(cmd *exec.Cmd, cg Cgroup) (*proc, error) {
 			_ = unix.Close(pidfd)
 		}
 		return nil, err
+	}
+	if report != nil {
+		report.read()
 	}
 	p := &proc{pid: pid, pidfd: pidfd, done: make(chan struct{}), cg: cg}
 	st, err := ProcStartTime(p.pid)
@@ -112,6 +116,12 @@ func startChild(cmd *exec.Cmd, cg Cgroup) (*proc, error) {
 			}
 		} else if err != nil {
 			res.Unknown = true
+		}
+		if report != nil {
+			// The helper has exited or exec'd: its end of the pipe is
+			// closed, so the report is in or about to be.
+			<-report.done
+			res.SetupErr = report.err
 		}
 		p.finish(res)
 	}()

@@ -43,7 +43,7 @@ func (d *RawExec) Start(ctx context.Context, req *StartRequest) (Task, error) {
 	cmd.Env = append([]string{}, req.Env...)
 	cmd.Stdout = req.Stdout
 	cmd.Stderr = req.Stderr
-	p, err := startTask(ctx, cmd, report, req.Cgroup)
+	p, err := startTask(cmd, report, req.Cgroup)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}

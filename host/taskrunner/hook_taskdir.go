@@ -20,9 +20,6 @@ type taskDirHook struct{ cfg *Config }
 func (taskDirHook) Name() string { return "task_dir" }
 
 func (h *taskDirHook) Prestart(_ context.Context, req *HookRequest) error {
-	if err := allocdir.Build(h.cfg.DataDir, req.AllocID, req.Owners); err != nil {
-		return fmt.Errorf("task dir: %w", err)
-	}
 	uid, gid := -1, -1
 	if u := req.User; u != nil {
 		uid, gid = int(u.UID), int(u.GID)

@@ -222,6 +222,13 @@ func (tr *TaskRunner) run() {
 		pending = nil
 		tr.setRunning(nil)
 		tr.runExited(ctx, res)
+		if res.SetupErr != nil && IsFatal(res.SetupErr) {
+			// A link the task planted is still there at the next
+			// launch: restarting would only spend the policy.
+			tr.emit(newEvent(EventNotRestarting, "Error was unrecoverable: "+res.SetupErr.Error()))
+			tr.finish(ctx, true, "")
+			return
+		}
 		if tr.takeRestartNow() {
 			tr.restartAtOnce()
 			continue
@@ -493,6 +500,10 @@ func restartingMessage(d decision) string {
 
 func exitMessage(res *driver.ExitResult) string {
 	switch {
+	case res.SetupErr != nil:
+		// The task's binary never ran: the mount helper's reason is the
+		// news, not its exit code.
+		return fmt.Sprintf("Exit Code: %d, the task was not started: %v", res.ExitCode, res.SetupErr)
 	case res.Unknown:
 		return "Exit code unknowable: the task was re-adopted and is not the agent's child"
 	case res.Signal != 0:

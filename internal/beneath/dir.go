@@ -124,6 +124,39 @@ func (d *Dir) MkdirAll(rel string, perm os.FileMode) (*Dir, error) {
 	return cur, nil
 }
 
+// Mkdir makes the directory name (one element) in d if it is missing, with
+// exactly perm whatever the umask, and returns it opened; created says
+// whether it was made now. An entry of that name that is not a directory,
+// a link to one included, is refused.
+func (d *Dir) Mkdir(name string, perm os.FileMode) (sub *Dir, created bool, err error) {
+	mode, err := unixMode(perm)
+	if err != nil {
+		return nil, false, err
+	}
+	if es, err := elems(name); err != nil || len(es) != 1 {
+		return nil, false, fmt.Errorf("%q is not one path element: %w", name, ErrBadPath)
+	}
+	switch err := unix.Mkdirat(d.fd(), name, mode); {
+	case err == nil:
+		created = true
+	case !errors.Is(err, unix.EEXIST):
+		return nil, false, pathError("mkdir", join(d.name, name), err)
+	}
+	sub, err = d.OpenDir(name)
+	if err != nil {
+		return nil, false, err
+	}
+	if created {
+		// mkdirat honoured the umask and cannot set the sticky or
+		// setgid bit.
+		if err := sub.Chmod(perm); err != nil {
+			_ = sub.Close()
+			return nil, false, err
+		}
+	}
+	return sub, created, nil
+}
+
 // Chmod sets the directory's own mode, through its descriptor.
 func (d *Dir) Chmod(perm os.FileMode) error {
 	mode, err := unixMode(perm)
