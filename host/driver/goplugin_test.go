@@ -38,20 +38,28 @@ func startPlugin(t *testing.T, d *GoPlugin, extraEnv ...string) (PluginTask, str
 	if err := os.Mkdir(sockDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	return launchPlugin(t, d, dir, &StartRequest{
+		Command: testPlugin, Env: append([]string{"PATH=/usr/bin:/bin"}, extraEnv...), SocketDir: sockDir,
+	})
+}
+
+// launchPlugin starts req with its output in dir/stderr, whose path it
+// returns; the test's cleanup stops the plugin.
+func launchPlugin(t *testing.T, d *GoPlugin, dir string, req *StartRequest) (PluginTask, string) {
+	t.Helper()
 	errPath := filepath.Join(dir, "stderr")
 	errFile, err := os.Create(errPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer errFile.Close()
+	req.Stdout, req.Stderr = errFile, errFile
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	task, err := d.Start(ctx, &StartRequest{
-		Command: testPlugin, Env: append([]string{"PATH=/usr/bin:/bin"}, extraEnv...),
-		SocketDir: sockDir, Stdout: errFile, Stderr: errFile,
-	})
+	task, err := d.Start(ctx, req)
 	if err != nil {
-		t.Fatal(err)
+		out, _ := os.ReadFile(errPath)
+		t.Fatalf("%v\nplugin stderr:\n%s", err, out)
 	}
 	killOnCleanup(t, task.Handle().Pid)
 	t.Cleanup(task.Detach)
@@ -245,24 +253,9 @@ func TestGoPluginRunsAsUser(t *testing.T) {
 	if err := os.Chown(sockDir, int(nobody.UID), int(nobody.GID)); err != nil {
 		t.Fatal(err)
 	}
-	errPath := filepath.Join(dir, "stderr")
-	errFile, err := os.Create(errPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer errFile.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	task, err := newGoPlugin(t, newWatcher(t)).Start(ctx, &StartRequest{
+	task, _ := launchPlugin(t, newGoPlugin(t, newWatcher(t)), dir, &StartRequest{
 		Command: bin, Env: []string{"PATH=/usr/bin:/bin"}, SocketDir: sockDir, User: nobody,
-		Stdout: errFile, Stderr: errFile,
 	})
-	if err != nil {
-		out, _ := os.ReadFile(errPath)
-		t.Fatalf("%v\nplugin stderr:\n%s", err, out)
-	}
-	killOnCleanup(t, task.Handle().Pid)
-	t.Cleanup(task.Detach)
 	status, err := os.ReadFile("/proc/" + itoa(task.Handle().Pid) + "/status")
 	if err != nil {
 		t.Fatal(err)
@@ -274,5 +267,5 @@ func TestGoPluginRunsAsUser(t *testing.T) {
 	if err != nil || fi.Sys().(*syscall.Stat_t).Uid != nobody.UID {
 		t.Fatalf("socket %s: %v (%v), want nobody's", task.Handle().SocketPath, fi, err)
 	}
-	assertIdentity(t, task.(PluginTask))
+	assertIdentity(t, task)
 }

@@ -85,8 +85,7 @@ func (d *Dir) OpenDir(rel string) (*Dir, error) {
 // of its mode). An element that exists as anything but a directory, a
 // link to one included, is refused.
 func (d *Dir) MkdirAll(rel string, perm os.FileMode) (*Dir, error) {
-	mode, err := unixMode(perm)
-	if err != nil {
+	if _, err := unixMode(perm); err != nil {
 		return nil, err
 	}
 	es, err := elems(rel)
@@ -98,26 +97,10 @@ func (d *Dir) MkdirAll(rel string, perm os.FileMode) (*Dir, error) {
 		return nil, err
 	}
 	for _, e := range es {
-		created := false
-		switch err := unix.Mkdirat(cur.fd(), e, mode); {
-		case err == nil:
-			created = true
-		case !errors.Is(err, unix.EEXIST):
-			_ = cur.Close()
-			return nil, pathError("mkdir", join(cur.name, e), err)
-		}
-		next, err := cur.OpenDir(e)
+		next, _, err := cur.Mkdir(e, perm)
 		_ = cur.Close()
 		if err != nil {
 			return nil, err
-		}
-		if created {
-			// mkdirat honoured the umask (and cannot set the sticky
-			// or setgid bit): the mode is set on the new directory.
-			if err := next.Chmod(perm); err != nil {
-				_ = next.Close()
-				return nil, err
-			}
 		}
 		cur = next
 	}
