@@ -177,17 +177,19 @@ func unixMode(perm os.FileMode) (uint32, error) {
 		return 0, fmt.Errorf("mode %#o (%v): give special bits as os.ModeSticky, os.ModeSetgid or os.ModeSetuid", uint32(perm), perm)
 	}
 	m := uint32(perm.Perm())
-	if perm&os.ModeSetuid != 0 {
-		m |= unix.S_ISUID
-	}
-	if perm&os.ModeSetgid != 0 {
-		m |= unix.S_ISGID
-	}
-	if perm&os.ModeSticky != 0 {
-		m |= unix.S_ISVTX
+	for _, b := range specialBits {
+		if perm&b.os != 0 {
+			m |= b.unix
+		}
 	}
 	return m, nil
 }
+
+// specialBits pairs os.FileMode's special bits with the kernel's.
+var specialBits = [...]struct {
+	os   os.FileMode
+	unix uint32
+}{{os.ModeSetuid, unix.S_ISUID}, {os.ModeSetgid, unix.S_ISGID}, {os.ModeSticky, unix.S_ISVTX}}
 
 // parent opens the directory holding rel and returns it with rel's last
 // element, which must be a plain name.
@@ -210,14 +212,10 @@ func (d *Dir) parent(rel string) (*Dir, string, error) {
 // bits (its type bits are dropped), the inverse of what Chmod takes.
 func FileMode(mode uint32) os.FileMode {
 	m := os.FileMode(mode & 0o777)
-	if mode&unix.S_ISUID != 0 {
-		m |= os.ModeSetuid
-	}
-	if mode&unix.S_ISGID != 0 {
-		m |= os.ModeSetgid
-	}
-	if mode&unix.S_ISVTX != 0 {
-		m |= os.ModeSticky
+	for _, b := range specialBits {
+		if mode&b.unix != 0 {
+			m |= b.os
+		}
 	}
 	return m
 }
