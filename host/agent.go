@@ -225,7 +225,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		return nil, fmt.Errorf("agent: drivers: %w", err)
 	}
 
-	a.cgroups = cgroup.Detect(logger.Named("cgroup"), cgroup.Options{Parent: cfg.Containment.CgroupParent})
+	a.cgroups = cgroup.Detect(logger.Named("cgroup"), cgroup.Options{Parent: cfg.CgroupParent()})
 	if a.cgroups.Enabled() {
 		a.logger.Info("tasks run in cgroups", "version", a.cgroups.Version(), "parent", a.cgroups.Parent())
 	} else {
@@ -331,7 +331,9 @@ func (a *Agent) releaseMounts() {
 		}
 	}
 	if a.cgroups != nil {
-		if _, err := a.cgroups.RemoveParent(); err != nil {
+		// The default parent's own parent (/pluginhost) is every
+		// default agent's: it goes too once the last one leaves it.
+		if _, err := a.cgroups.RemoveParent(a.cfg.Containment.CgroupParent == ""); err != nil {
 			a.logger.Warn("parent cgroup not removed", "error", err)
 		}
 	}
@@ -518,7 +520,8 @@ func (a *Agent) restore() ([]string, error) {
 		}
 		restored, runners = append(restored, as), append(runners, ar)
 	}
-	sweepCgroups(a.cgroups, restored, a.logger)
+	sweepCgroups(a.cgroups, stored, restored, a.logger)
+	sweepSocketDirs(a.cfg, stored, a.logger)
 	for i, ar := range runners {
 		if jobs.NeverLaunched(restored[i]) {
 			// Recorded but held back (a superseded version was still
@@ -552,6 +555,7 @@ func (a *Agent) shutdown() {
 	if err := a.csi.Shutdown(ctx); err != nil {
 		a.logger.Warn("csi manager shutdown", "error", err)
 	}
+	running := a.removeDeadSocketDirs()
 	a.jobs.Shutdown(ctx)
 	a.taskQueue.Close()
 	a.registry.Shutdown()
@@ -564,7 +568,50 @@ func (a *Agent) shutdown() {
 		a.logger.Warn("state store close", "error", err)
 	}
 	a.releaseMounts()
-	a.logger.Info("agent stopped; tasks keep running")
+	a.removeSocketRoot()
+	// Say what is true: a dev agent stopped its tasks before this.
+	if running == 0 {
+		a.logger.Info("agent stopped; no task of it is running")
+	} else {
+		a.logger.Info("agent stopped; its tasks keep running", "tasks", running)
+	}
+}
+
+// removeDeadSocketDirs removes, at a stop, the socket directories of
+// allocations whose tasks are all dead (the collector removes them too,
+// but a stopping agent would leave the last ones, and a dev agent all of
+// them), then the socket root if nothing is left in it. It returns how
+// many tasks still run.
+func (a *Agent) removeDeadSocketDirs() (running int) {
+	for _, r := range a.jobs.All() {
+		dead := true
+		for _, t := range r.State().Tasks {
+			if t.State.State != state.TaskStateDead {
+				dead = false
+				running++
+			}
+		}
+		if dead {
+			if err := os.RemoveAll(r.SocketDir()); err != nil {
+				a.logger.Warn("removing a dead allocation's sockets", "alloc_id", r.ID(), "error", err)
+			}
+		}
+	}
+	return running
+}
+
+// removeSocketRoot removes the socket root at a stop if the agent chose
+// it and nothing is left in it (rmdir refuses one that is not empty): a
+// stopped dev agent left /run/pluginhost/<hash>/... behind, hundreds of
+// them after test runs. It runs after releaseMounts, which unmounts the
+// root if the agent had made it a mount.
+func (a *Agent) removeSocketRoot() {
+	if a.cfg.Plugin.SocketDir != "" {
+		return
+	}
+	if root, err := taskrunner.SocketRoot(a.cfg.DataDir, ""); err == nil {
+		_ = os.Remove(root)
+	}
 }
 
 // onHealthChange turns CSI health changes into API events.

@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"errors"
+	"path"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
@@ -12,9 +13,11 @@ import (
 // a clean stop is only what its running tasks still need. rmdir refuses a
 // cgroup with children or processes, so a parent whose tasks run on past
 // the agent stays, and nothing running is ever touched. The directories
-// above cgroup_parent are left alone: they may be the operator's (a
-// systemd slice). It returns the directories it removed.
-func (m *Manager) RemoveParent() ([]string, error) {
+// above cgroup_parent are left alone (they may be the operator's, a
+// systemd slice) unless up is set, for a parent the agent chose itself
+// (/pluginhost/<hash>): then the one above goes too when it is empty. It
+// returns the directories it removed.
+func (m *Manager) RemoveParent(up bool) ([]string, error) {
 	if !m.Enabled() {
 		return nil, nil
 	}
@@ -24,14 +27,20 @@ func (m *Manager) RemoveParent() ([]string, error) {
 	}
 	var removed []string
 	var errs []error
+	dirs := []string{m.parent}
+	if up && path.Dir(m.parent) != "/" {
+		dirs = append(dirs, path.Dir(m.parent))
+	}
 	for _, root := range roots {
-		dir := filepath.Join(root, m.parent)
-		switch err := unix.Rmdir(dir); {
-		case err == nil:
-			removed = append(removed, dir)
-		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EBUSY), errors.Is(err, unix.ENOTEMPTY):
-		default:
-			errs = append(errs, err)
+		for _, d := range dirs {
+			dir := filepath.Join(root, d)
+			switch err := unix.Rmdir(dir); {
+			case err == nil:
+				removed = append(removed, dir)
+			case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EBUSY), errors.Is(err, unix.ENOTEMPTY):
+			default:
+				errs = append(errs, err)
+			}
 		}
 	}
 	return removed, errors.Join(errs...)

@@ -35,7 +35,7 @@ func TestExampleConfigParses(t *testing.T) {
 		CSI:         CSIConfig{FingerprintInterval: 30 * time.Second, ProbeTimeout: 5 * time.Second, VolumeMountTimeout: 2 * time.Minute},
 		Plugin:      PluginConfig{SocketDir: "/run/pluginhost"},
 		GC:          GCConfig{Interval: time.Minute, MaxAllocs: 50, DiskUsageThreshold: 80, InodeUsageThreshold: 70},
-		Containment: defaultContainment(),
+		Containment: withCgroupParent(defaultContainment(), "/pluginhost/node-1"),
 		SourcePath:  filepath.Join(repo, "config.hcl.example"),
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -368,7 +368,11 @@ exec {
 		t.Fatal(err)
 	}
 	def := c.Containment
-	if def.CgroupParent != "/pluginhost" || len(def.DeniedHostUIDs)+len(def.DeniedHostGIDs) != 0 ||
+	// cgroup_parent left out: a parent of this agent's own, named by its
+	// data dir, never another agent's.
+	if def.CgroupParent != "" || c.CgroupParent() != CgroupParentFor("/var/lib/pluginhost") ||
+		!strings.HasPrefix(c.CgroupParent(), "/pluginhost/") || CgroupParentFor("/var/lib/other") == c.CgroupParent() ||
+		len(def.DeniedHostUIDs)+len(def.DeniedHostGIDs) != 0 ||
 		def.ChrootEnv["/run/systemd/resolve"] != "/run/systemd/resolve" || len(def.ChrootEnv) != 9 {
 		t.Fatalf("defaults %+v", def)
 	}
@@ -387,4 +391,9 @@ exec {
 		!strings.Contains(err.Error(), `cgroup_parent "pluginhost" must be written "/pluginhost"`) {
 		t.Fatalf("Validate = %v", err)
 	}
+}
+
+func withCgroupParent(c ContainmentConfig, p string) ContainmentConfig {
+	c.CgroupParent = p
+	return c
 }

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"path"
@@ -21,7 +23,8 @@ import (
 // so all four are top-level keys here (as gc_* are) and the denied ids
 // apply to every driver. pids_limit, which Nomad lacks, sits with them.
 
-// DefaultCgroupParent is the cgroup under which the agent puts its tasks'
+// DefaultCgroupParent is the cgroup under which agents put their own
+// parents by default (CgroupParentFor); the agent's tasks'
 // cgroups (Nomad's is "nomad.slice" on cgroup v2 and "/nomad" on v1,
 // client/lib/cgroupslib/switch_linux.go).
 const DefaultCgroupParent = "/pluginhost"
@@ -68,7 +71,9 @@ type ContainmentConfig struct {
 	DeniedHostUIDs jobspec.IDRanges
 	DeniedHostGIDs jobspec.IDRanges
 	// CgroupParent is cgroup_parent, the cgroup (a path under the cgroup
-	// file system's root, with a leading "/") holding the tasks' cgroups.
+	// file system's root, with a leading "/") holding the tasks' cgroups;
+	// "" (not set) is CgroupParentFor(data_dir), a parent of the agent's
+	// own.
 	CgroupParent string
 	// PidsLimit is pids_limit: how many processes and threads each task's
 	// cgroup may hold at once (pids.max); 0 means no limit.
@@ -109,7 +114,7 @@ func (c *ContainmentConfig) DynamicUsers() bool { return c.DynamicUserMin >= 0 }
 
 func defaultContainment() ContainmentConfig {
 	return ContainmentConfig{
-		ChrootEnv: DefaultChrootEnv(), CgroupParent: DefaultCgroupParent, PidsLimit: DefaultPidsLimit,
+		ChrootEnv: DefaultChrootEnv(), PidsLimit: DefaultPidsLimit,
 		DynamicUserMin: DefaultDynamicUserMin, DynamicUserMax: DefaultDynamicUserMax,
 		Exec: ExecOptions{Seccomp: true},
 	}
@@ -240,6 +245,26 @@ func checkChrootEntry(host, task string) error {
 	return nil
 }
 
+// CgroupParentFor is the cgroup_parent of an agent whose configuration
+// sets none: a parent of its own under DefaultCgroupParent, named by a
+// hash of its data dir (the same after every restart, as the socket root's
+// fallback is). Two agents on one machine never share it, so neither ever
+// finds the other's task groups among its own (a shared "/pluginhost"
+// made each agent's start-up sweep kill the other's tasks).
+func CgroupParentFor(dataDir string) string {
+	sum := sha256.Sum256([]byte(dataDir))
+	return DefaultCgroupParent + "/" + hex.EncodeToString(sum[:4])
+}
+
+// CgroupParent is the agent's cgroup_parent: the configured one, else
+// CgroupParentFor its data dir.
+func (c *Config) CgroupParent() string {
+	if p := c.Containment.CgroupParent; p != "" {
+		return p
+	}
+	return CgroupParentFor(c.DataDir)
+}
+
 // cleanCgroupParent accepts a cgroup path under the cgroup root, with or
 // without its leading "/" ("nomad.slice" and "/nomad.slice" are one
 // cgroup), and returns it with one.
@@ -337,7 +362,9 @@ func (c *ContainmentConfig) validate() []error {
 			errs = append(errs, fmt.Errorf("chroot_env %q = %q: %w", host, task, err))
 		}
 	}
-	if p, err := cleanCgroupParent(c.CgroupParent); err != nil {
+	if c.CgroupParent == "" {
+		// Derived from the data dir (CgroupParentFor).
+	} else if p, err := cleanCgroupParent(c.CgroupParent); err != nil {
 		errs = append(errs, fmt.Errorf("cgroup_parent %w", err))
 	} else if p != c.CgroupParent {
 		errs = append(errs, fmt.Errorf("cgroup_parent %q must be written %q", c.CgroupParent, p))
