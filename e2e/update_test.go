@@ -117,6 +117,56 @@ func TestUpdateKeepsPluginAvailable(t *testing.T) {
 	}
 }
 
+// TestEarlyUpdateKeepsPlugin updates a plugin job a moment after its first
+// version became healthy, well within min_healthy_time, to a version that
+// never becomes ready (issue 26 §3). The first version served when the
+// update arrived, so it serves on: the plugin is healthy in every 20 ms
+// sample until the update fails at its healthy_deadline, and after. Before,
+// the first version counted as "superseded before it became healthy" and
+// was stopped at once, leaving no plugin at all.
+func TestEarlyUpdateKeepsPlugin(t *testing.T) {
+	e := newEnv(t, csiConfig)
+	a := e.start()
+	w := a.watchPlugins()
+	group := restartPolicy + "\n    update {\n      healthy_deadline = \"6s\"\n      min_healthy_time = \"4s\"\n    }\n"
+	spec := func(version string, env map[string]string) string {
+		tk := csiTask(t, "go_plugin", "plugin", e.markerFor("plugin-"+version), "e2e-early", "30s")
+		tk.env = map[string]string{"E2E_VERSION": version}
+		for k, v := range env {
+			tk.env[k] = v
+		}
+		return jobHCL("early", group, tk)
+	}
+	ids := a.runJob("early", spec("a", nil))
+	w.waitHealthy(ids[0])
+	s := a.samplePlugin("e2e-early")
+	a.runJob("early", spec("b", map[string]string{"MOCKCSI_PROBE_FAIL": "1"}))
+	j, err := a.client.Job(context.Background(), "early")
+	if err != nil || j.Update != nil {
+		t.Fatalf("version 0's roll-out was judged before the update arrived (min_healthy_time too short for the test): %v %+v", err, j.Update)
+	}
+	a.mustWait("version 1's roll-out failed", 60*time.Second, func(ctx context.Context) (bool, error) {
+		j, err := a.client.Job(ctx, "early")
+		return err == nil && j.Update != nil && j.Update.Version == 1 && j.Update.Status == "failed", err
+	}, api.TopicAllocation, api.TopicTask, api.TopicJob)
+	waitGone(t, e.markerFor("plugin-b"), 30*time.Second)
+	if n := len(topMarked(e.markerFor("plugin-a"))); n != 1 {
+		t.Fatalf("%d processes of version 0 run after the failed update, want 1", n)
+	}
+	s.close()
+	if s.samples.Load() < 100 {
+		t.Fatalf("only %d samples taken", s.samples.Load())
+	}
+	if n := s.empty.Load(); n != 0 {
+		t.Fatalf("the plugin had no healthy instance in %d of %d samples", n, s.samples.Load())
+	}
+	t.Logf("%d samples, plugin healthy in all", s.samples.Load())
+	vs, err := a.client.JobVersions(context.Background(), "early")
+	if err != nil || len(vs) != 2 || vs[0].Stable || !vs[1].Stable {
+		t.Fatalf("history: version 0 should be stable (healthy for min_healthy_time meanwhile), version 1 not: %v %+v", err, vs)
+	}
+}
+
 // TestJobRunFollowsPlugins: `job run` of a CSI plugin job follows it until
 // the plugin is healthy (exit 0), and exits 2 with the reason when it never
 // becomes healthy, like `nomad job run` monitoring a deployment. It used

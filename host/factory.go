@@ -29,7 +29,7 @@ type allocFactory struct {
 // them already, but a revert submits without RunJob); the new
 // allocations' claims commit with them, the volume records' locks taken
 // first, as every writer of a volume record does before the store's.
-func (f *allocFactory) Submit(job *jobspec.Job) (*state.SubmitResult, []jobs.Runner, error) {
+func (f *allocFactory) Submit(job *jobspec.Job, serving *uint64) (*state.SubmitResult, []jobs.Runner, error) {
 	if err := csihook.Check(f.volumes, job, func(id string) bool { return f.jobOf(id) == job.ID }); err != nil {
 		return nil, nil, &apiserver.FieldError{Field: "Job.TaskGroups.Volumes", Err: err}
 	}
@@ -44,6 +44,12 @@ func (f *allocFactory) Submit(job *jobspec.Job) (*state.SubmitResult, []jobs.Run
 		res, err = tx.SubmitJob(job, time.Now())
 		if err != nil || !res.Changed {
 			return err
+		}
+		if serving != nil {
+			res.Job.Serving = serving
+			if err := tx.PutJob(res.Job); err != nil {
+				return err
+			}
 		}
 		var slots []jobs.Slot
 		for _, g := range job.TaskGroups {

@@ -47,8 +47,17 @@
 //   - At any moment a group runs at most the allocations of the last
 //     healthy version (state.Job.LastStable, or an earlier version whose
 //     allocations are healthy now although no pass recorded it before
-//     the next submission came) and those of the newest.
-//   - A version superseded before it became healthy is stopped at once,
+//     the next submission came), of the version that served when the
+//     newest was submitted (state.Job.Serving), and of the newest.
+//   - What serves is decided at submission, under jobMu, and recorded in
+//     the same commit as the new version (ServingVersion): the stable
+//     version when all its allocations are healthy now, or else the newest
+//     version whose are, however briefly. A plugin updated 5 s after it
+//     registered, with min_healthy_time 10 s, keeps serving; before, it was
+//     stopped at once and an update that never became ready left none. The
+//     stable version comes first, so three versions run only while the
+//     stable one is down.
+//   - A version superseded before it ever served is stopped at once,
 //     with a JobVersionSuperseded event and a Killing event on each task
 //     that says so; the newest version's allocations start only once the
 //     superseded ones are dead.

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -42,7 +43,11 @@ type View struct {
 	// Stable is the newest version whose roll-out succeeded, if HasStable.
 	Stable    uint64
 	HasStable bool
-	Now       time.Time
+	// Serving is the version that served when the current one was
+	// submitted, if HasServing (state.Job.Serving).
+	Serving    uint64
+	HasServing bool
+	Now        time.Time
 }
 
 // Slot names an allocation slot: a group and an index within its count.
@@ -111,15 +116,19 @@ func reasonSuperseded(v uint64) string {
 // records and what the allocations' snapshots show.
 //
 // The roll-out is bounded: at any moment a group runs at most the
-// allocations of the last healthy (stable) version and those of the
-// newest. A version superseded before it became healthy is stopped at
-// once, and the newest version's allocations start only once the
-// superseded ones are dead. Updates stay health-gated: the stable version
-// keeps serving until the newest is healthy (judgeRollout), then it stops;
-// a newest version that fails is stopped instead when an older one is
-// there to serve. Without this, a job updated faster than its versions
+// allocations of the last healthy (stable) version, of the version that
+// served when the newest was submitted, and of the newest. A version
+// superseded before it ever served is stopped at once, and the newest
+// version's allocations start only once the superseded ones are dead.
+// Updates stay health-gated: the stable and the serving version keep
+// serving until the newest is healthy (judgeRollout), then they stop; a
+// newest version that fails is stopped instead when an older one is there
+// to serve. Without the bound, a job updated faster than its versions
 // become healthy ran every unfinished version side by side (150 task
-// processes for a count of 3, 50 updates 200 ms apart).
+// processes for a count of 3, 50 updates 200 ms apart); without the
+// serving version, a plugin updated less than min_healthy_time after it
+// became healthy was stopped at once, and an update that never became
+// healthy left no plugin at all.
 func Decide(v View) Plan {
 	p := decide(v)
 	// What a pass stops it does not start.
@@ -163,13 +172,14 @@ func decide(v View) Plan {
 		v.Stable, v.HasStable = hv, true
 		p.MarkStable = &hv
 	}
-	// The stable version's allocations are the only earlier ones that may
-	// keep running; every other earlier version was superseded.
+	// The stable and the serving version's allocations are the only
+	// earlier ones that may keep running; every other earlier version was
+	// superseded.
 	var keep []Alloc
 	for _, a := range old {
 		av := a.Snap.Alloc.JobVersion
 		switch {
-		case v.HasStable && av == v.Stable && av != rec.Version:
+		case v.keeps(av) && av != rec.Version:
 			keep = append(keep, a)
 		case !v.HasStable || av > v.Stable:
 			if p.stop(a, reasonSuperseded(rec.Version)) && !containsVersion(p.Superseded, av) {
@@ -198,7 +208,7 @@ func decide(v View) Plan {
 	p.StartNew = true
 	for _, a := range v.Allocs {
 		av := a.Snap.Alloc.JobVersion
-		if !a.Done && av != rec.Version && !(v.HasStable && av == v.Stable) {
+		if !a.Done && av != rec.Version && !v.keeps(av) {
 			p.StartNew = false
 		}
 	}
@@ -209,8 +219,8 @@ func decide(v View) Plan {
 			}
 		}
 	}
-	// The stable version may always run (a slot of it refilled just
-	// before a crash is restored unstarted).
+	// The stable and the serving version may always run (a slot of one
+	// refilled just before a crash is restored unstarted).
 	for _, a := range keep {
 		if !a.Started {
 			p.Start = append(p.Start, a.ID())
@@ -358,15 +368,68 @@ func healthyEarlier(old []Alloc, v View, current uint64) (uint64, bool) {
 		if spec == nil {
 			continue
 		}
-		slots := 0
-		for _, g := range spec.TaskGroups {
-			slots += g.Count
-		}
-		if len(snaps) == slots && judgeRollout(spec, snaps, v.Now).healthy {
+		if len(snaps) == slotCount(spec) && judgeRollout(spec, snaps, v.Now).healthy {
 			return av, true
 		}
 	}
 	return 0, false
+}
+
+// keeps reports whether version av is one an update keeps running until
+// the newest is healthy: the stable one, or the one that served when the
+// newest was submitted.
+func (v View) keeps(av uint64) bool {
+	return v.HasStable && av == v.Stable || v.HasServing && av == v.Serving
+}
+
+// ServingVersion is what serves when an update arrives: the stable
+// version if its allocations (one per slot of its own spec) are all healthy
+// now, or else the newest version whose are, for however short a time. The
+// stable version comes first so that a roll-out stays within two versions
+// whenever the stable one serves; a third runs only while the stable one
+// is down and a younger one serves in its place. A version with an
+// allocation that is starting, restarting or dead does not serve.
+func ServingVersion(allocs []Alloc, stable uint64, hasStable bool) (uint64, bool) {
+	byVersion := map[uint64][]*taskrunner.AllocSnapshot{}
+	for _, a := range allocs {
+		if a.wantsRun() && !a.Stopping && !a.Done {
+			av := a.Snap.Alloc.JobVersion
+			byVersion[av] = append(byVersion[av], a.Snap)
+		}
+	}
+	if hasStable && serves(byVersion[stable]) {
+		return stable, true
+	}
+	versions := slices.Sorted(maps.Keys(byVersion))
+	for _, av := range slices.Backward(versions) {
+		if serves(byVersion[av]) {
+			return av, true
+		}
+	}
+	return 0, false
+}
+
+// serves reports whether a version's allocations fill its slots and are
+// all healthy now.
+func serves(snaps []*taskrunner.AllocSnapshot) bool {
+	if len(snaps) == 0 || snaps[0].Alloc.Job == nil || len(snaps) != slotCount(snaps[0].Alloc.Job) {
+		return false
+	}
+	spec := snaps[0].Alloc.Job
+	for _, s := range snaps {
+		if _, ok := healthySince(s.Tasks, spec, s.Alloc.TaskGroup); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func slotCount(spec *jobspec.Job) int {
+	n := 0
+	for _, g := range spec.TaskGroups {
+		n += g.Count
+	}
+	return n
 }
 
 func allDone(allocs []Alloc) bool {

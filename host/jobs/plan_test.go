@@ -55,6 +55,15 @@ func outcome(v uint64, status string) func(*state.Job) {
 
 func stable(v uint64) func(*state.Job) { return func(j *state.Job) { j.LastStable = &v } }
 
+func serving(v uint64) func(*state.Job) { return func(j *state.Job) { j.Serving = &v } }
+
+func ptr(v uint64) *uint64 { return &v }
+
+// slowHealthy gives the group Nomad's default min_healthy_time, 10 s.
+func slowHealthy(j *jobspec.Job) {
+	j.TaskGroups[0].Update = &jobspec.UpdateStrategy{MinHealthyTime: 10 * time.Second, HealthyDeadline: time.Minute}
+}
+
 func stopped(purge bool) func(*state.Job) {
 	return func(j *state.Job) { j.Stop, j.Purge = true, purge }
 }
@@ -115,6 +124,9 @@ func view(js *state.JobState, allocs []Alloc) View {
 	v := View{Job: js, Allocs: allocs, Now: t0}
 	if js != nil {
 		v.Stable, v.HasStable = js.Job.StableVersion()
+		if js.Job.Serving != nil {
+			v.Serving, v.HasServing = *js.Job.Serving, true
+		}
 	}
 	return v
 }
@@ -320,6 +332,118 @@ func TestDecide(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := summary(tc.v, Decide(tc.v)); got != tc.want {
 				t.Errorf("plan:\n got  %s\n want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDecideEarlyUpdate follows a plugin job updated 5 s after its first
+// version became healthy, with min_healthy_time 10 s, to a version that
+// never does (issue 26 §3). Version 0 served when version 1 arrived, so it
+// keeps serving although it was never healthy for min_healthy_time; it is
+// recorded as stable once it has been, and the broken version stops at its
+// healthy_deadline. Before, version 0 was stopped at once as "superseded
+// before it became healthy", and no plugin was left.
+func TestDecideEarlyUpdate(t *testing.T) {
+	job := testJob(1, slowHealthy, pluginTask)
+	healthy := []string{taskrunner.EventStarted, csiplugin.EventPluginHealthy}
+	starting := []string{taskrunner.EventStarted}
+	v0 := func(up time.Duration) aspec {
+		return aspec{id: "v0", age: up + time.Second, up: up, events: healthy, job: job}
+	}
+	v1 := func(age time.Duration) aspec {
+		return aspec{id: "v1", version: 1, age: age, up: age, events: starting, job: job}
+	}
+	for _, tc := range []struct {
+		name string
+		v    View
+		want string
+	}{
+		{"the update arrives: version 0 keeps serving, version 1 starts",
+			view(rec(1, job, serving(0)), mk(v0(5*time.Second), aspec{id: "v1", version: 1, job: job})),
+			"start v1; requeue 1m0s"},
+		{"before the fix, without the serving record, version 0 was superseded at once",
+			view(rec(1, job), mk(v0(5*time.Second), aspec{id: "v1", version: 1, job: job})),
+			"stop v0(" + reasonSuperseded(1) + "); superseded [0]; hold; requeue 1m0s"},
+		{"version 0 still young, version 1 not ready: both run",
+			view(rec(1, job, serving(0)), mk(v0(8*time.Second), v1(3*time.Second))),
+			"requeue 57s"},
+		{"version 0 healthy for min_healthy_time now: recorded as stable, still serving",
+			view(rec(1, job, serving(0)), mk(v0(12*time.Second), v1(7*time.Second))),
+			"mark stable 0; requeue 53s"},
+		{"version 1 misses its healthy_deadline: it stops, version 0 serves on",
+			view(rec(1, job, serving(0), stable(0)), mk(v0(time.Minute+6*time.Second), v1(time.Minute))),
+			"outcome failed; stop v1(update failed)"},
+		{"version 1 misses its deadline before version 0 was ever stable: version 0 still serves",
+			view(rec(1, job, serving(0)), mk(v0(9*time.Second), v1(time.Minute))),
+			"outcome failed; stop v1(update failed)"},
+		{"version 1 healthy instead: version 0 is replaced",
+			view(rec(1, job, serving(0)), mk(v0(30*time.Second),
+				aspec{id: "v1", version: 1, age: 20 * time.Second, up: 20 * time.Second, events: healthy, job: job})),
+			"outcome successful; mark stable 0; stop v0(replaced by healthy version 1)"},
+		{"the serving version restarting is still kept: the record says it served",
+			view(rec(1, job, serving(0)), mk(aspec{id: "v0", age: 9 * time.Second, up: time.Second, events: starting, job: job}, v1(3*time.Second))),
+			"requeue 57s"},
+		{"bounded: a version that never served is superseded, the serving one kept",
+			view(rec(2, job, serving(0)), mk(v0(5*time.Second), v1(3*time.Second), aspec{id: "v2", version: 2, job: job})),
+			"stop v1(" + reasonSuperseded(2) + "); superseded [1]; hold; requeue 1m0s"},
+		{"bounded: stable, serving and newest at most; an older serving version is superseded",
+			view(rec(3, job, stable(0), serving(2)), mk(v0(time.Hour),
+				aspec{id: "v1", version: 1, age: 9 * time.Second, up: 8 * time.Second, events: healthy, job: job},
+				aspec{id: "v2", version: 2, age: 5 * time.Second, up: 4 * time.Second, events: healthy, job: job},
+				aspec{id: "v3", version: 3, job: job})),
+			"stop v1(" + reasonSuperseded(3) + "); superseded [1]; hold; requeue 1m0s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := summary(tc.v, Decide(tc.v)); got != tc.want {
+				t.Errorf("plan:\n got  %s\n want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestServingVersion: what serves when an update arrives is the newest
+// version whose every slot is healthy now, for however short a time.
+func TestServingVersion(t *testing.T) {
+	job := testJob(2, slowHealthy)
+	plugin := testJob(1, slowHealthy, pluginTask)
+	up := func(id string, v uint64, index int, d time.Duration) aspec {
+		return aspec{id: id, version: v, index: index, age: d, up: d, job: job}
+	}
+	for _, tc := range []struct {
+		name   string
+		allocs []Alloc
+		stable *uint64
+		want   uint64
+		ok     bool
+	}{
+		{"nothing runs", nil, nil, 0, false},
+		{"a version running for a moment serves", mk(up("a", 0, 0, time.Second), up("b", 0, 1, time.Second)), nil, 0, true},
+		{"a slot not running yet: not serving", mk(up("a", 0, 0, time.Second), aspec{id: "b", index: 1, job: job}), nil, 0, false},
+		{"a slot missing: not serving", mk(up("a", 0, 0, time.Second)), nil, 0, false},
+		{"without a stable version the newest serving one wins", mk(up("a", 0, 0, time.Hour), up("b", 0, 1, time.Hour),
+			up("c", 1, 0, time.Second), up("d", 1, 1, time.Second)), nil, 1, true},
+		{"the stable version first, when it serves", mk(up("a", 0, 0, time.Hour), up("b", 0, 1, time.Hour),
+			up("c", 1, 0, time.Second), up("d", 1, 1, time.Second)), ptr(0), 0, true},
+		{"a younger version when the stable one is down", mk(up("a", 0, 0, time.Hour), aspec{id: "b", index: 1, job: job},
+			up("c", 1, 0, time.Second), up("d", 1, 1, time.Second)), ptr(0), 1, true},
+		{"a newer version still starting does not serve", mk(up("a", 0, 0, time.Hour), up("b", 0, 1, time.Hour),
+			up("c", 1, 0, time.Second), aspec{id: "d", version: 1, index: 1, job: job}), nil, 0, true},
+		{"stopping allocations do not serve", mk(
+			aspec{id: "a", age: time.Hour, up: time.Hour, job: job, stopping: true}, up("b", 0, 1, time.Hour)), nil, 0, false},
+		{"a plugin task serves once its plugin is healthy", mk(aspec{id: "p", age: time.Second, up: time.Second, job: plugin,
+			events: []string{taskrunner.EventStarted, csiplugin.EventPluginHealthy}}), nil, 0, true},
+		{"a plugin task not yet healthy does not", mk(aspec{id: "p", age: time.Second, up: time.Second, job: plugin,
+			events: []string{taskrunner.EventStarted}}), nil, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stable uint64
+			if tc.stable != nil {
+				stable = *tc.stable
+			}
+			got, ok := ServingVersion(tc.allocs, stable, tc.stable != nil)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("ServingVersion = %d, %v; want %d, %v", got, ok, tc.want, tc.ok)
 			}
 		})
 	}

@@ -51,8 +51,10 @@ type Runner interface {
 // they return are recorded and not started; the reconciler starts them.
 type Factory interface {
 	// Submit records job as the next version of its job together with one
-	// allocation per slot (nothing when it equals the current version).
-	Submit(job *jobspec.Job) (*state.SubmitResult, []Runner, error)
+	// allocation per slot (nothing when it equals the current version),
+	// and serving, when not nil, as the version that serves meanwhile
+	// (state.Job.Serving).
+	Submit(job *jobspec.Job, serving *uint64) (*state.SubmitResult, []Runner, error)
 	// Create records an allocation for each slot of version of job.
 	Create(job *jobspec.Job, version uint64, slots []Slot) ([]Runner, error)
 }
@@ -230,7 +232,19 @@ func (r *Reconciler) Submit(ctx context.Context, job *jobspec.Job) (*state.Submi
 }
 
 func (r *Reconciler) submitLocked(job *jobspec.Job) (*state.SubmitResult, []string, error) {
-	res, runners, err := r.cfg.Factory.Submit(job)
+	// What serves now is recorded with the new version, so that it keeps
+	// serving until the new one is healthy: a pass after the submission,
+	// or after a crash, cannot tell any more what served when it arrived.
+	var serving *uint64
+	var stable uint64
+	hasStable := false
+	if js, err := r.cfg.Store.Job(job.ID); err == nil {
+		stable, hasStable = js.Job.StableVersion()
+	}
+	if sv, ok := ServingVersion(r.allocsOf(job.ID), stable, hasStable); ok {
+		serving = &sv
+	}
+	res, runners, err := r.cfg.Factory.Submit(job, serving)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -285,15 +299,10 @@ func (r *Reconciler) view(jobID string) (View, error) {
 		v.Exclusive = r.cfg.Exclusive(js.Spec.Job)
 		v.Stable, v.HasStable = js.Job.StableVersion()
 	}
-	entries := r.jobEntries(jobID)
-	r.mu.Lock()
-	for _, e := range entries {
-		v.Allocs = append(v.Allocs, Alloc{Done: isDone(e.r), Started: e.started, Stopping: e.stopping})
+	if v.Job != nil && v.Job.Job.Serving != nil {
+		v.Serving, v.HasServing = *v.Job.Job.Serving, true
 	}
-	r.mu.Unlock()
-	for i, e := range entries {
-		v.Allocs[i].Snap = e.r.State()
-	}
+	v.Allocs = r.allocsOf(jobID)
 	if v.Job != nil && !v.HasStable && hasOtherVersions(v) {
 		// A record written before LastStable existed: the versions
 		// kept say which one was stable.
@@ -309,6 +318,21 @@ func (r *Reconciler) view(jobID string) (View, error) {
 		}
 	}
 	return v, nil
+}
+
+// allocsOf is what a pass sees of a job's allocations, newest first.
+func (r *Reconciler) allocsOf(jobID string) []Alloc {
+	entries := r.jobEntries(jobID)
+	allocs := make([]Alloc, len(entries))
+	r.mu.Lock()
+	for i, e := range entries {
+		allocs[i] = Alloc{Done: isDone(e.r), Started: e.started, Stopping: e.stopping}
+	}
+	r.mu.Unlock()
+	for i, e := range entries {
+		allocs[i].Snap = e.r.State()
+	}
+	return allocs
 }
 
 func hasOtherVersions(v View) bool {

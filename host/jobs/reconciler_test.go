@@ -190,14 +190,14 @@ func (w *world) DeleteJob(id string) error {
 	return nil
 }
 
-func (w *world) Submit(job *jobspec.Job) (*state.SubmitResult, []Runner, error) {
+func (w *world) Submit(job *jobspec.Job, serving *uint64) (*state.SubmitResult, []Runner, error) {
 	w.mu.Lock()
 	js, ok := w.jobs[job.ID]
 	var v uint64
 	if ok {
 		v = js.Job.Version + 1
 		j := *js.Job
-		j.Version, j.Stop, j.Purge = v, false, false
+		j.Version, j.Stop, j.Purge, j.Serving = v, false, false, serving
 		js = &state.JobState{Job: &j}
 	} else {
 		js = &state.JobState{Job: &state.Job{ID: job.ID}}

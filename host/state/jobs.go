@@ -56,6 +56,12 @@ type Job struct {
 	// serving, a newer unhealthy one is stopped once superseded) and
 	// rapid updates drop old versions out of the kept history.
 	LastStable *uint64 `json:",omitempty"`
+	// Serving is the version whose allocations were all healthy when
+	// Version was submitted, though maybe not yet for min_healthy_time
+	// (nil if none was). Like LastStable it keeps running until Version
+	// is healthy or has failed: an update that arrives early must not
+	// take down what serves (a plugin updated 5 s after it registered).
+	Serving *uint64 `json:",omitempty"`
 }
 
 // StableVersion is the newest version whose roll-out succeeded, as far as
@@ -142,6 +148,7 @@ func (t *Tx) SubmitJob(job *jobspec.Job, now time.Time) (*SubmitResult, error) {
 	rec := *cur.Job
 	rec.Version++
 	rec.Stop, rec.Purge = false, false
+	rec.Serving = nil // the submitter's to say, for this version
 	rec.SubmitTime, rec.ModifyTime = now, now
 	return &SubmitResult{Job: &rec, Changed: true}, t.putJobVersion(&rec, job)
 }

@@ -493,3 +493,33 @@ func TestStableVersions(t *testing.T) {
 		t.Fatalf("after version 2 succeeded: LastStable %d", v)
 	}
 }
+
+// TestServingBelongsToOneVersion: the serving version a submitter records
+// survives a reopen, and the next version starts without one: it is said
+// anew for each update.
+func TestServingBelongsToOneVersion(t *testing.T) {
+	path := statePath(t)
+	db := openTest(t, path, Options{})
+	submit(t, db, jobRev("web", 0), t0)
+	err := db.Update(func(tx *Tx) error {
+		res, err := tx.SubmitJob(jobRev("web", 1), t0.Add(time.Minute))
+		if err != nil {
+			return err
+		}
+		v := uint64(0)
+		res.Job.Serving = &v
+		return tx.PutJob(res.Job)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db = openTest(t, path, Options{})
+	if js := mustJob(t, db, "web"); js.Job.Version != 1 || js.Job.Serving == nil || *js.Job.Serving != 0 {
+		t.Fatalf("after reopening: %+v", js.Job)
+	}
+	submit(t, db, jobRev("web", 2), t0.Add(2*time.Minute))
+	if js := mustJob(t, db, "web"); js.Job.Serving != nil {
+		t.Fatalf("version 2 inherited version 1's serving version: %+v", js.Job)
+	}
+}
