@@ -45,6 +45,8 @@ type env struct {
 	// extraFiles are inherited by every agent from fd 3 on, as a shell's
 	// 7</ would be.
 	extraFiles []*os.File
+	// agentArgs, when set, replace "agent -config <cfgPath>" (agent -dev).
+	agentArgs []string
 
 	mu     sync.Mutex
 	agents []*agentProc
@@ -181,7 +183,11 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 // started is closed when the agent prints that its API is up.
 func (e *env) launch() (a *agentProc, started <-chan struct{}) {
 	e.t.Helper()
-	cmd := exec.Command(e.bin, "agent", "-config", e.cfgPath)
+	args := []string{"agent", "-config", e.cfgPath}
+	if e.agentArgs != nil {
+		args = e.agentArgs
+	}
+	cmd := exec.Command(e.bin, args...)
 	if e.noCgroups {
 		// unshare and the shell exec in turn: the agent keeps the pid.
 		cmd = exec.Command("unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pluginhost/pluginhost/api"
 )
 
 // Containment: every task runs in a cgroup of its own that enforces its
@@ -197,19 +200,37 @@ func TestContainmentExecVolume(t *testing.T) {
 }
 
 // A raw_exec task with `user` runs as that user, with HOME set and its
-// task directories its own.
+// task directories its own. While a directory above data_dir does not let
+// that user pass, job run refuses the job, naming the directory, its mode
+// and its owner, and records nothing (issue 26 §4); before, the task
+// failed with "fork/exec /bin/sh: permission denied" and restarted for
+// ever, its allocation pending.
 func TestContainmentRawExecUser(t *testing.T) {
 	needCgroups(t)
 	t.Parallel()
 	e := newEnv(t, "")
-	// The test's root is 0700 (os.MkdirTemp); data_dir's parents are the
-	// operator's to open to task users.
-	if err := os.Chmod(e.root, 0o711); err != nil {
-		t.Fatal(err)
-	}
 	a := e.start()
 	tk := shTask("t", e.markerFor("u"), `{ id -u; id -g; echo $HOME; echo x > $NOMAD_TASK_DIR/f && echo wrote; } > $NOMAD_ALLOC_DIR/tmp && mv $NOMAD_ALLOC_DIR/tmp $NOMAD_ALLOC_DIR/out`)
 	tk.extra = "      user = \"nobody\"\n"
+	// The test's root is 0700 (os.MkdirTemp), as `mktemp -d` makes it.
+	path := filepath.Join(e.root, "u.hcl")
+	writeFile(t, path, jobHCL("u", noRestart, tk))
+	r := e.cli("job", "run", path)
+	for _, want := range []string{e.root + " is drwx------ root:root", `user "nobody" (uid 65534) cannot reach its task directory`, "chmod o+x"} {
+		if r.code == 0 || !strings.Contains(r.stderr, want) {
+			t.Fatalf("job run with a data_dir nobody may reach: want %q in the error\n%+v", want, r)
+		}
+	}
+	if _, err := a.client.Job(context.Background(), "u"); !errors.Is(err, api.ErrNotFound) {
+		t.Fatalf("the refused job was recorded: %v", err)
+	}
+	if entries, err := os.ReadDir(filepath.Join(e.dataDir, "alloc")); err == nil && len(entries) > 0 {
+		t.Fatalf("the refused job left allocation directories: %v", entries)
+	}
+	// data_dir's parents are the operator's to open to task users.
+	if err := os.Chmod(e.root, 0o711); err != nil {
+		t.Fatal(err)
+	}
 	alloc := a.runJob("u", jobHCL("u", noRestart, tk))[0]
 	if got, want := e.allocFile(t, a, alloc, "out"), "65534\n65534\n/nonexistent\nwrote\n"; got != want {
 		t.Fatalf("raw_exec as nobody reported %q, want %q", got, want)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pluginhost/pluginhost/api"
 	apiserver "github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/allocdir"
 	"github.com/pluginhost/pluginhost/host/apiconv"
 	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/jobspec"
@@ -38,7 +39,9 @@ func (a *Agent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterR
 	// Users and capabilities are this machine's: refused now, naming the
 	// task and field, rather than as a driver failure after the job is
 	// recorded (Nomad finds them only when the task starts).
-	if err := jobspec.CheckHost(job, a.cfg.HostPolicy()); err != nil {
+	policy := a.cfg.HostPolicy()
+	policy.ReachTaskDir = func(u *jobspec.HostUser) error { return allocdir.Reach(a.cfg.DataDir, u.UID, u.GIDs) }
+	if err := jobspec.CheckHost(job, policy); err != nil {
 		return nil, &apiserver.FieldError{Field: "Job", Err: err}
 	}
 	// The claim check and the commit happen under the reconciler's lock

@@ -100,6 +100,11 @@ type HostPolicy struct {
 	// range clear of the denied ids. Without it such a task runs as
 	// nobody, who is checked.
 	DynamicUsers bool
+	// ReachTaskDir, when not nil, checks that a user may reach a task
+	// directory by path (allocdir.Reach), as a raw_exec or go_plugin task
+	// running as another user must; nil skips it (job validate does not
+	// know the agent's data_dir).
+	ReachTaskDir func(u *HostUser) error
 	// HostModes, when not nil, says which of pid_mode and ipc_mode =
 	// "host" the agent's exec driver allows; nil skips the check (job
 	// validate does not know the agent's configuration).
@@ -230,6 +235,17 @@ func (v *validation) hostUser(f, where string, t *Task, p HostPolicy) {
 			v.Add(f, "User not allowed", "%s: %s is in group %d: running as gid %d is disallowed by denied_host_gids = %q.",
 				where, what, gid, gid, p.DeniedGIDs.String())
 			return
+		}
+	}
+	// exec tasks start inside their own root, made by the agent; the
+	// others run in place under the data dir, whose parents are the
+	// operator's. Found at submission, not as "fork/exec /bin/sh:
+	// permission denied" restarting for ever.
+	if t.User != "" && t.Driver != DriverExec && p.ReachTaskDir != nil {
+		if err := p.ReachTaskDir(u); err != nil {
+			v.Add(f, "Task directory out of reach",
+				"%s: user %q (uid %d) cannot reach its task directory under the agent's data_dir: %v. A %s task runs in place, as its user: give that directory search permission (chmod o+x), give the agent a data_dir every task user can reach, or use the exec driver.",
+				where, t.User, u.UID, err, t.Driver)
 		}
 	}
 }

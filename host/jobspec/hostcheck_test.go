@@ -64,6 +64,13 @@ func TestCheckHost(t *testing.T) {
 		return nil, fmt.Errorf("user: unknown user %s", name)
 	}
 	agent := func() (*HostUser, error) { return users["root"], nil }
+	// The data dir is out of reach of everyone but root.
+	unreachable := func(u *HostUser) error {
+		if u.UID == 0 {
+			return nil
+		}
+		return errors.New("/srv/x is drwx------ root:root and does not let it pass")
+	}
 	deny := func(s string) IDRanges {
 		r, err := ParseIDRanges(s)
 		if err != nil {
@@ -137,6 +144,17 @@ func TestCheckHost(t *testing.T) {
 			want:   `allow_ipc_mode_host`, field: "TaskGroups[0].Tasks[0].Config.IPCMode"},
 		{name: "pid_mode host allowed", job: job("exec", "", `pid_mode = "host"`),
 			policy: HostPolicy{LookupUser: lookup, HostModes: &HostModes{PID: true}}},
+		{name: "raw_exec as another user must reach its task directory", job: job("raw_exec", `user = "nobody"`, ""),
+			policy: HostPolicy{LookupUser: lookup, ReachTaskDir: unreachable},
+			want:   `user "nobody" (uid 65534) cannot reach its task directory under the agent's data_dir: /srv/x is drwx------ root:root`,
+			field:  "TaskGroups[0].Tasks[0].User"},
+		{name: "so must go_plugin", job: job("go_plugin", `user = "nobody"`, ""),
+			policy: HostPolicy{LookupUser: lookup, ReachTaskDir: unreachable},
+			want:   `A go_plugin task runs in place`, field: "TaskGroups[0].Tasks[0].User"},
+		{name: "exec starts inside its own root", job: job("exec", `user = "nobody"`, ""),
+			policy: HostPolicy{LookupUser: lookup, ReachTaskDir: unreachable}},
+		{name: "the agent's own user reaches its data dir", job: job("raw_exec", "", ""),
+			policy: HostPolicy{LookupUser: lookup, AgentUser: agent, ReachTaskDir: unreachable}},
 		{name: "host modes unchecked without the agent's config", job: job("exec", "", `pid_mode = "host"`),
 			policy: HostPolicy{LookupUser: lookup}},
 	} {
