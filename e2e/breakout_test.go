@@ -645,3 +645,69 @@ func names(ents []os.DirEntry) []string {
 	}
 	return out
 }
+
+// Review finding F4: a raw_exec CSI plugin as nobody whose process says it
+// was started with another plugin's endpoint: it re-execs itself with
+// CSI_ENDPOINT naming the root plugin's socket, serving its own all along.
+// After kill -9 and restart the agent registers it at its own socket, as
+// the job launched it. Before, the agent read the endpoint back from
+// /proc/<pid>/environ and registered the root plugin's socket under the
+// nobody task's allocation (volume create then ran in the root plugin).
+func TestBreakoutRewrittenEnvironment(t *testing.T) {
+	needCgroups(t)
+	t.Parallel()
+	e := newEnv(t, csiConfig)
+	openToEveryone(t, e)
+	a := e.start()
+	w := a.watchPlugins()
+	victim := a.runJob("victim", jobHCL("victim", restartPolicy, csiTask(t, "raw_exec", "p", e.markerFor("victim"), "victim", "30s")))[0]
+	w.waitHealthy(victim)
+	sockets := func() map[string]string {
+		list, err := a.client.RegisteredPlugins(context.Background(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, p := range list {
+			out[p.Name] = p.SocketPath
+		}
+		return out
+	}
+	victimSock := sockets()["victim"]
+	if victimSock == "" {
+		t.Fatal("the victim plugin has no socket in the registry")
+	}
+	evil := csiTask(t, "raw_exec", "p", e.markerFor("evil"), "evil", "30s")
+	// A copy nobody may run (the test binaries' directory is root's).
+	bin := filepath.Join(e.root, "bin", "mockcsi")
+	b, err := os.ReadFile(evil.cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	evil.args = []string{"-c", `exec env CSI_ENDPOINT=unix://` + victimSock + ` ` + bin + ` --endpoint=$CSI_ENDPOINT --node-id=evil`}
+	evil.cmd = "/bin/sh"
+	evil.extra += "      user = \"nobody\"\n"
+	ev := a.runJob("evil", jobHCL("evil", restartPolicy, evil))[0]
+	w.waitHealthy(ev)
+	own := sockets()["evil"]
+	if own == "" || own == victimSock {
+		t.Fatalf("the evil plugin's socket before the restart: %q", own)
+	}
+
+	a.kill()
+	a = e.start()
+	w = a.watchPlugins()
+	a.mustWait("both plugins registered again", 60*time.Second, func(ctx context.Context) (bool, error) {
+		s := sockets()
+		return s["evil"] != "" && s["victim"] != "", nil
+	}, api.TopicRegistry, api.TopicPlugin)
+	if got := sockets()["evil"]; got != own {
+		t.Fatalf("after the restart the nobody plugin is registered at %q, want its own socket %q (the root plugin's is %q)", got, own, victimSock)
+	}
+}

@@ -1,13 +1,11 @@
 package csiplugin
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -285,14 +283,10 @@ func (s *supervisor) socketFor(req *taskrunner.HookRequest, task driver.Task) (s
 		}
 		return h.SocketPath, nil
 	}
+	// A re-adopted task's environment is built again from its job by
+	// the runner, as its launch built it (Prestart adds no endpoint when
+	// the job sets one): the process's own environment is its to rewrite.
 	ep := req.Env[sdk.EnvCSIEndpoint]
-	if req.Env == nil {
-		// Re-adopted: the runner did not rebuild the environment, so ask
-		// the process what it was started with.
-		if h := task.Handle(); h != nil {
-			ep = processEnv(h.Pid, sdk.EnvCSIEndpoint)
-		}
-	}
 	if ep == "" {
 		return s.defaultSocket, nil
 	}
@@ -301,21 +295,6 @@ func (s *supervisor) socketFor(req *taskrunner.HookRequest, task driver.Task) (s
 		return "", taskrunner.Fatal(fmt.Errorf("csi_plugin %s: %s=%q: %w", s.plugin.ID, sdk.EnvCSIEndpoint, ep, err))
 	}
 	return p, nil
-}
-
-// processEnv returns key from /proc/<pid>/environ, "" if absent or unreadable.
-func processEnv(pid int, key string) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return ""
-	}
-	prefix := []byte(key + "=")
-	for kv := range bytes.SplitSeq(b, []byte{0}) {
-		if v, ok := bytes.CutPrefix(kv, prefix); ok {
-			return string(v)
-		}
-	}
-	return ""
 }
 
 // Exited ends the launch's supervision and deregisters this allocation.

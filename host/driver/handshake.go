@@ -216,16 +216,26 @@ func checkTCP(addr string, id taskIdentity) error {
 	if len(inodes) == 0 {
 		return fmt.Errorf("the plugin announced %s, where nothing listens", addr)
 	}
+	// Every socket that could take the connection must be the task's,
+	// not just one: the kernel picks among them, and a task listening on
+	// [::]:P with IPV6_V6ONLY holds a "wildcard" that never takes
+	// 127.0.0.1:P, which another user's service listens on.
+	held := map[string]bool{}
 	for _, pid := range id.pids() {
-		if holdsAny(pid, inodes) {
-			return nil
-		}
+		heldInodes(pid, inodes, held)
 	}
-	return fmt.Errorf("the plugin announced %s, which no process of the task (pid %d) listens on: refused", addr, id.pid)
+	if len(held) == len(inodes) {
+		return nil
+	}
+	if len(held) == 0 {
+		return fmt.Errorf("the plugin announced %s, which no process of the task (pid %d) listens on: refused", addr, id.pid)
+	}
+	return fmt.Errorf("the plugin announced %s, where %d of the %d listening sockets that could take a connection are not the task's (pid %d): refused", addr, len(inodes)-len(held), len(inodes), id.pid)
 }
 
 // listeningInodes returns the inodes of the TCP sockets listening on ap (on
-// its address or on the wildcard), from /proc/net/tcp and tcp6.
+// its address or on a wildcard, IPv4's or IPv6's), from /proc/net/tcp and
+// tcp6: every socket a connection to ap might reach.
 func listeningInodes(ap netip.AddrPort) (map[string]bool, error) {
 	out := map[string]bool{}
 	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
@@ -281,22 +291,23 @@ func parseProcAddr(s string) (netip.AddrPort, bool) {
 	return netip.AddrPortFrom(a.Unmap(), uint16(port)), true
 }
 
-// holdsAny reports whether pid has a descriptor of one of the socket
-// inodes.
-func holdsAny(pid int, inodes map[string]bool) bool {
+// heldInodes adds to held the socket inodes of inodes that pid has a
+// descriptor of.
+func heldInodes(pid int, inodes, held map[string]bool) {
 	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return false
+		return
 	}
 	for _, e := range ents {
 		l, err := os.Readlink(dir + "/" + e.Name())
 		if err != nil {
 			continue
 		}
-		if in, ok := strings.CutPrefix(l, "socket:["); ok && inodes[strings.TrimSuffix(in, "]")] {
-			return true
+		if in, ok := strings.CutPrefix(l, "socket:["); ok {
+			if in = strings.TrimSuffix(in, "]"); inodes[in] {
+				held[in] = true
+			}
 		}
 	}
-	return false
 }

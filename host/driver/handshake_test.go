@@ -113,11 +113,17 @@ func announce(t *testing.T, sockDir, network, addr string) error {
 	if err := os.WriteFile(script, []byte(src), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	env := []string{"PATH=/usr/bin:/bin"}
+	if network == "tcp-v6only" {
+		// Listens on [::]:port, IPv6 only, and announces 127.0.0.1:port.
+		_, port, _ := net.SplitHostPort(addr)
+		script, env = testPlugin, append(env, "TESTPLUGIN_V6ONLY="+port)
+	}
 	_, errW := pipeFile(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	task, err := newGoPlugin(t, newWatcher(t)).Start(ctx, &StartRequest{
-		Command: script, Env: []string{"PATH=/usr/bin:/bin"}, SocketDir: sockDir, Stdout: errW, Stderr: errW,
+		Command: script, Env: env, SocketDir: sockDir, Stdout: errW, Stderr: errW,
 		Plugin: &PluginSpec{MagicCookieKey: "LIAR", MagicCookieValue: "yes", ProtocolVersions: []int{1}, Dispense: "kv"},
 	})
 	if err == nil {
@@ -170,6 +176,11 @@ func TestHandshakeNamesOnlyOwnSocket(t *testing.T) {
 		{name: "another process's TCP port", setup: func(t *testing.T, _ string) (string, string, *victim, string) {
 			v := listenVictim(t, "tcp", "127.0.0.1:0")
 			return "tcp", v.l.Addr().String(), v, "which no process of the task"
+		}},
+		{name: "a v6-only wildcard on another process's port", setup: func(t *testing.T, sockDir string) (string, string, *victim, string) {
+			v := listenVictim(t, "tcp", "127.0.0.1:0")
+			// announce runs the test plugin in its liar mode for this.
+			return "tcp-v6only", v.l.Addr().String(), v, "1 of the 2 listening sockets that could take a connection are not the task's"
 		}},
 		{name: "a TCP address off this machine", setup: func(t *testing.T, _ string) (string, string, *victim, string) {
 			return "tcp", netip.AddrPortFrom(netip.MustParseAddr("192.0.2.1"), 80).String(), nil, "not a loopback address"

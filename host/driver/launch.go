@@ -30,7 +30,14 @@ func taskCommand(path string, args []string, req *StartRequest, spec *nsexec.Spe
 		if c := spec.Cred; c != nil {
 			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: c.UID, Gid: c.GID, Groups: c.Groups}
 		}
+		// The child changes its credentials before it changes directory.
+		cmd.Dir = req.WorkDir
 		return cmd, nil, nil
+	}
+	if spec.Root == nil {
+		// Not cmd.Dir: the helper starts as root, and the work_dir is
+		// the task's path to walk (see nsexec.Spec.WorkDir).
+		spec.WorkDir = req.WorkDir
 	}
 	if len(req.MountHelper) == 0 {
 		return nil, nil, errors.New("the task needs the namespace helper (volumes, a root or a user) but none is configured")

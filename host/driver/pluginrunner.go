@@ -49,7 +49,6 @@ func newPluginRunner(path string, req *StartRequest, pluginEnv []string) (*plugi
 	if err != nil {
 		return nil, err
 	}
-	cmd.Dir = req.WorkDir
 	env := append([]string{}, req.Env...)
 	cmd.Env = append(env, pluginEnv...)
 	cmd.Stderr = req.Stderr

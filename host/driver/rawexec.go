@@ -39,7 +39,6 @@ func (d *RawExec) Start(ctx context.Context, req *StartRequest) (Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd.Dir = req.WorkDir
 	cmd.Env = append([]string{}, req.Env...)
 	cmd.Stdout = req.Stdout
 	cmd.Stderr = req.Stderr

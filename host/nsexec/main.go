@@ -72,6 +72,7 @@ func setup(s *Spec, command string) (string, error) {
 		}
 	}
 	path := command
+	wd := s.WorkDir
 	if r := s.Root; r != nil {
 		if err := buildRoot(r, s.Mounts, s.Cred); err != nil {
 			return "", err
@@ -79,12 +80,9 @@ func setup(s *Spec, command string) (string, error) {
 		if err := pivot(r.Dir); err != nil {
 			return "", err
 		}
-		wd := r.WorkDir
+		wd = r.WorkDir
 		if wd == "" {
 			wd = "/"
-		}
-		if err := unix.Chdir(wd); err != nil {
-			return "", fmt.Errorf("work_dir %s: %w", wd, err)
 		}
 		// The command names a file of the task's root, found in the
 		// task's PATH as a shell would.
@@ -117,30 +115,46 @@ func setup(s *Spec, command string) (string, error) {
 			return "", err
 		}
 	}
+	// As the task's user, after every privilege is gone: the kernel
+	// checks the walk, and a link the task planted on the way leads only
+	// where the task could go itself.
+	if wd != "" {
+		if err := unix.Chdir(wd); err != nil {
+			return "", fmt.Errorf("work_dir %s: %w", wd, err)
+		}
+	}
 	return path, nil
 }
 
 // bindHostVolumes mounts a raw_exec or go_plugin task's volumes in the
-// host's view. A target the job placed in the task directory (a relative
-// destination) is found beneath it through no link, since the task writes
-// there; one elsewhere is the job author's path, taken as it is.
+// host's view. A target in the task directory is found beneath it, one
+// elsewhere beneath the host's "/", through no link either way: the job
+// author's path may cross a directory the task's user (or another) can
+// write, such as /tmp, where a link swapped in between two launches would
+// otherwise have root mount the volume over /etc in the task's view, or
+// make directories where that user points.
 func bindHostVolumes(s *Spec) error {
-	var tree *beneath.Dir
+	host, err := beneath.Open("/")
+	if err != nil {
+		return fmt.Errorf("host root: %w", err)
+	}
+	defer host.Close()
+	var taskDir *beneath.Dir
 	if s.TaskDir != "" {
 		d, err := beneath.Open(s.TaskDir)
 		if err != nil {
 			return fmt.Errorf("task directory: %w", err)
 		}
 		defer d.Close()
-		tree = d
+		taskDir = d
 	}
 	for _, m := range s.Mounts {
-		t := target{path: m.Target, file: m.File}
-		if tree != nil && inside(s.TaskDir, m.Target) {
+		t := in(host, m.Target, m.File)
+		if taskDir != nil && inside(s.TaskDir, m.Target) {
 			rel, _ := filepath.Rel(s.TaskDir, m.Target)
-			t = target{tree: tree, rel: rel, file: m.File}
+			t = target{tree: taskDir, rel: rel, file: m.File}
 		}
-		if err := bind(m.Source, t, m.ReadOnly, false, false); err != nil {
+		if err := bind(m.Source, t, false, volumeAttrs(m)); err != nil {
 			return err
 		}
 	}

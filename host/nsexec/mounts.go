@@ -3,25 +3,25 @@ package nsexec
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/pluginhost/pluginhost/internal/beneath"
 )
 
-// target is where a mount lands. In a tree a task can write (its task
-// directory, its root) it is found beneath tree, through no link, and made
-// if missing (see beneath.Dir.MountPoint): mount(2) follows links in its
-// target, and a task that planted local/data -> /etc before this launch
-// must get a refusal, not a bind made by root over the host's /etc.
-// Outside such a tree (a volume target the job author put elsewhere on the
-// host) path is used as it is.
+// target is where a mount lands, found beneath tree through no link and
+// made if missing (see beneath.Dir.MountPoint): mount(2) follows links in
+// its target, and a task that planted local/data -> /etc before this
+// launch must get a refusal, not a bind made by root over the host's /etc.
+// tree is the task's root or directory, or, for a volume the job put
+// elsewhere on the host, the host's "/" itself: a directory on the way may
+// be a task user's (a destination under /tmp), and root must not follow
+// that user's link either.
 type target struct {
 	tree *beneath.Dir
 	rel  string
-	path string
 	file bool
 }
 
@@ -39,28 +39,46 @@ func relIn(p string) string {
 	return rel
 }
 
-// resolve returns a name for the target that is valid until done.
-func (t target) resolve() (string, func(), error) {
-	if t.tree == nil {
-		return t.path, func() {}, ensureTarget(t.path, t.file)
-	}
-	return t.tree.MountPoint(t.rel, t.file)
-}
-
 // name is the target for messages.
 func (t target) name() string {
-	if t.tree == nil {
-		return t.path
+	if t.tree.Name() == "/" {
+		return "/" + t.rel
 	}
 	return t.tree.Name() + "/" + t.rel
 }
 
+// Mount attributes a bind may get on top of the bind itself.
+const (
+	attrRO     = unix.MS_RDONLY
+	attrNoSUID = unix.MS_NOSUID
+	attrNoDev  = unix.MS_NODEV
+	// attrVolume is every directory volume's: whatever a task put in a
+	// volume (a setuid copy of bash, a device node for the host's disk,
+	// a file with capabilities) is inert in every other task that mounts
+	// it, whatever its driver or user.
+	attrVolume = attrNoSUID | attrNoDev
+)
+
+// volumeAttrs are the attributes of a task's volume: a block volume is a
+// device node the task must open, so it keeps device semantics; it is
+// nosuid all the same.
+func volumeAttrs(m Mount) uintptr {
+	a := uintptr(attrVolume)
+	if m.File {
+		a = attrNoSUID
+	}
+	if m.ReadOnly {
+		a |= attrRO
+	}
+	return a
+}
+
 // bind mounts source at t; rec takes the mounts below the source along
-// (chroot_env's /usr may hold some), a volume is one mount. ro and nodev
-// are applied by remounts of the new mount, found again through t (the
-// name now ends on it).
-func bind(source string, t target, ro, rec, nodev bool) error {
-	mp, done, err := t.resolve()
+// (chroot_env's /usr may hold some), a volume is one mount. attrs
+// (attrRO, attrNoSUID, attrNoDev) are applied by a remount of the new
+// mount, found again through t, beneath its tree, whatever it now is.
+func bind(source string, t target, rec bool, attrs uintptr) error {
+	mp, done, err := t.tree.MountPoint(t.rel, t.file)
 	if err != nil {
 		return err
 	}
@@ -73,47 +91,60 @@ func bind(source string, t target, ro, rec, nodev bool) error {
 	if err != nil {
 		return fmt.Errorf("bind %s at %s: %w", source, t.name(), err)
 	}
-	if !ro && !nodev {
+	if attrs == 0 {
 		return nil
 	}
-	mp, done, err = t.resolve()
+	mp, done, err = t.tree.Mounted(t.rel)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if ro {
-		if err := readOnly(mp, t.name(), rec); err != nil {
-			return err
-		}
-	}
-	if nodev {
-		return noDev(mp)
+	if err := setAttrs(mp, rec, attrs); err != nil {
+		return fmt.Errorf("%s at %s: %w", attrNames(attrs), t.name(), err)
 	}
 	return nil
 }
 
-// readOnly makes the new mount at mp read-only.
-func readOnly(mp, name string, rec bool) error {
+// setAttrs gives the new mount at mp attrs, keeping what it has.
+func setAttrs(mp string, rec bool, attrs uintptr) error {
 	if rec {
 		// A remount reaches the top mount only: the mounts below a
-		// chroot_env directory that came along would stay writable.
-		// mount_setattr is Linux 5.12; older kernels get the top
-		// mount read-only, as before it.
-		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+		// chroot_env directory that came along would keep their flags.
+		// mount_setattr is Linux 5.12; older kernels get the top mount
+		// only, as before it.
+		var attr unix.MountAttr
+		for _, f := range [...]struct {
+			ms   uintptr
+			attr uint64
+		}{{attrRO, unix.MOUNT_ATTR_RDONLY}, {attrNoSUID, unix.MOUNT_ATTR_NOSUID}, {attrNoDev, unix.MOUNT_ATTR_NODEV}} {
+			if attrs&f.ms != 0 {
+				attr.Attr_set |= f.attr
+			}
+		}
 		err := unix.MountSetattr(-1, mp, unix.AT_RECURSIVE, &attr)
 		if err == nil {
 			return nil
 		}
 		if !errors.Is(err, unix.ENOSYS) {
-			return fmt.Errorf("make %s read-only: %w", name, err)
+			return err
 		}
 	}
-	// A bind mount takes the read-only flag only on a remount.
-	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
-	if err := remount(mp, flags); err != nil {
-		return fmt.Errorf("make %s read-only: %w", name, err)
+	// A bind mount takes these flags only on a remount.
+	return remount(mp, unix.MS_BIND|unix.MS_REMOUNT|attrs)
+}
+
+// attrNames names attrs for messages.
+func attrNames(attrs uintptr) string {
+	var out []string
+	for _, f := range [...]struct {
+		ms   uintptr
+		name string
+	}{{attrRO, "read-only"}, {attrNoSUID, "nosuid"}, {attrNoDev, "nodev"}} {
+		if attrs&f.ms != 0 {
+			out = append(out, f.name)
+		}
 	}
-	return nil
+	return "make " + strings.Join(out, ",")
 }
 
 // remount changes the flags of the mount at mp to flags plus the nosuid,
@@ -134,25 +165,4 @@ func remount(mp string, flags uintptr) error {
 		}
 	}
 	return unix.Mount("", mp, "", flags, "")
-}
-
-// ensureTarget makes a mount point outside any task-writable tree.
-func ensureTarget(target string, file bool) error {
-	if _, err := os.Stat(target); err == nil || !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if !file {
-		if err := os.MkdirAll(target, 0o755); err != nil {
-			return fmt.Errorf("mount point %s: %w", target, err)
-		}
-		return nil
-	}
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-		return fmt.Errorf("mount point %s: %w", target, err)
-	}
-	f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("mount point %s: %w", target, err)
-	}
-	return f.Close()
 }

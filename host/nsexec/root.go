@@ -58,7 +58,7 @@ func buildRoot(r *Root, volumes []Mount, cred *Cred) error {
 	_ = proc.Close()
 	for _, m := range volumes {
 		// A block volume is a device node the task must open.
-		if err := bind(m.Source, in(tree, m.Target, m.File), m.ReadOnly, false, !m.File); err != nil {
+		if err := bind(m.Source, in(tree, m.Target, m.File), false, volumeAttrs(m)); err != nil {
 			return err
 		}
 	}
@@ -72,7 +72,7 @@ func buildRoot(r *Root, volumes []Mount, cred *Cred) error {
 // is bound from its descriptor, opened beneath the shared directory
 // (which the allocation's tasks write) through no link.
 func bindAlloc(tree *beneath.Dir, alloc string) error {
-	if err := bind(alloc, in(tree, AllocDir, false), false, false, true); err != nil {
+	if err := bind(alloc, in(tree, AllocDir, false), false, attrNoSUID|attrNoDev); err != nil {
 		return err
 	}
 	shared, err := beneath.Open(alloc)
@@ -88,25 +88,19 @@ func bindAlloc(tree *beneath.Dir, alloc string) error {
 		return fmt.Errorf("task /alloc/logs: %w", err)
 	}
 	defer logs.Close()
-	return bind(logs.ProcPath(), in(tree, AllocDir+"/"+LogDirName, false), true, false, true)
+	return bind(logs.ProcPath(), in(tree, AllocDir+"/"+LogDirName, false), false, attrRO|attrNoSUID|attrNoDev)
 }
 
 // LogDirName is the log directory in the allocation's shared directory.
 const LogDirName = "logs"
 
-// noDev makes the mount at mp refuse device nodes, keeping its other
-// flags. An exec task keeps CAP_MKNOD and CAP_DAC_OVERRIDE (Nomad's
-// default set) and has no devices cgroup to stop it: wherever it can write
-// on a mount that honours device nodes it can make one for the host's disk
-// (mknod /tmp/d b 8 0) and open it. Every place an exec task can write is
-// nodev: its root (/local, /tmp), /alloc, /dev, /secrets and its directory
-// volumes.
-func noDev(mp string) error {
-	if err := remount(mp, unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NODEV); err != nil {
-		return fmt.Errorf("nodev %s: %w", mp, err)
-	}
-	return nil
-}
+// Device nodes: an exec task keeps CAP_MKNOD and CAP_DAC_OVERRIDE
+// (Nomad's default set) and has no devices cgroup to stop it: wherever it
+// can write on a mount that honours device nodes it can make one for the
+// host's disk (mknod /tmp/d b 8 0) and open it. Every place an exec task
+// can write is nodev: its root (/local, /tmp), /alloc, /dev, /secrets and
+// its directory volumes (attrVolume, for every driver: another task may
+// mount the same volume).
 
 // bindEnv gives the root one chroot_env entry. A missing source is left
 // out, as Nomad's copy leaves it out; a symlink (/bin -> usr/bin on a
@@ -147,7 +141,10 @@ func bindEnv(tree *beneath.Dir, b Mount) error {
 		}
 		return nil
 	}
-	return bind(b.Source, in(tree, b.Target, !fi.IsDir()), true, true, false)
+	// Not nosuid: the host's own setuid programs (su, ping) are the
+	// operator's to offer in chroot_env, read-only, and nothing a task
+	// writes lands there.
+	return bind(b.Source, in(tree, b.Target, !fi.IsDir()), true, attrRO)
 }
 
 // mountSecrets makes /secrets a small tmpfs only the task's user can read.
@@ -195,7 +192,7 @@ func mountDev(tree *beneath.Dir) error {
 		if _, err := os.Stat(src); err != nil {
 			continue
 		}
-		if err := bind(src, target{tree: dev, rel: d, file: true}, false, false, false); err != nil {
+		if err := bind(src, target{tree: dev, rel: d, file: true}, false, attrNoSUID); err != nil {
 			return err
 		}
 	}
@@ -239,8 +236,8 @@ func pivot(dir string) error {
 	}
 	// The path is the agent's (the task cannot replace its own task
 	// directory: its parent is root's), and now ends on the new mount.
-	if err := noDev(dir); err != nil {
-		return err
+	if err := setAttrs(dir, false, attrNoSUID|attrNoDev); err != nil {
+		return fmt.Errorf("make task root nosuid,nodev: %w", err)
 	}
 	if err := unix.Chdir(dir); err != nil {
 		return fmt.Errorf("enter task root: %w", err)

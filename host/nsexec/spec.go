@@ -23,6 +23,11 @@ type Spec struct {
 	// volume targets inside it are made without following a symlink out
 	// of it (see bind). An exec task's root is its task directory.
 	TaskDir string `json:"taskdir,omitempty"`
+	// WorkDir is a raw_exec or go_plugin task's working directory (host
+	// path; an exec task's is Root.WorkDir). The helper enters it after
+	// it has become the task's user, as the task: a work_dir the task's
+	// user reaches through its own link must not be entered as root.
+	WorkDir string `json:"workdir,omitempty"`
 	// Report, when not 0, is a descriptor the helper writes its reason
 	// to when it cannot set the task up ("unsafe: ..." for a refused
 	// link, else "error: ..."); it is close-on-exec, so the agent reads

@@ -316,6 +316,15 @@ func (tr *TaskRunner) restore(ctx context.Context) (driver.Task, bool) {
 	tr.setRunning(t)
 	tr.setState(func(s *state.TaskState) { s.State = state.TaskStateRunning })
 	tr.req.Restored = true
+	// Poststart hooks read the environment (a CSI plugin's endpoint). It
+	// is built again from the job, as the launch built it, never read
+	// back from /proc/<pid>/environ: the task may rewrite that, and a
+	// plugin running as nobody made the agent dial another plugin's
+	// root-only socket after a restart that way.
+	tr.req.Env = nil
+	if err := (&envHook{cfg: tr.cfg}).Prestart(ctx, tr.req); err != nil {
+		tr.logger.Warn("task environment not rebuilt", "error", err)
+	}
 	tr.runPoststart(ctx, t)
 	return t, false
 }

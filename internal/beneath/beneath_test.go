@@ -234,6 +234,44 @@ func TestPlantedEntriesAreRefused(t *testing.T) {
 	}
 }
 
+// Mounted finds what was just mounted on a file, whatever its kind (a
+// block volume shows a device node), and refuses a link there or on the
+// way, as every other operation does.
+func TestMounted(t *testing.T) {
+	resolvers(t, func(t *testing.T, open func(string) *Dir) {
+		root := t.TempDir()
+		for _, d := range []string{"task/local", "outside"} {
+			if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := syscall.Mkfifo(filepath.Join(root, "task/local/fifo"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(root, "outside"), filepath.Join(root, "task/dir")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(root, "task/local/fifo"), filepath.Join(root, "task/local/link")); err != nil {
+			t.Fatal(err)
+		}
+		d := open(filepath.Join(root, "task"))
+		p, done, err := d.Mounted("local/fifo")
+		if err != nil {
+			t.Fatalf("Mounted on a named pipe (a bound device stands so): %v", err)
+		}
+		done()
+		if !strings.HasPrefix(p, "/proc/self/fd/") {
+			t.Fatalf("Mounted returned %q", p)
+		}
+		if _, _, err := d.Mounted("dir/x"); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("Mounted through a directory link = %v, want ErrUnsafe", err)
+		}
+		if _, _, err := d.Mounted("local/link"); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("Mounted on a link = %v, want ErrUnsafe", err)
+		}
+	})
+}
+
 // The same tree without plantings works: create, append, read back,
 // list, chmod with the sticky and setgid bits, remove.
 func TestOrdinaryUse(t *testing.T) {

@@ -160,6 +160,29 @@ func (d *Dir) MountPoint(rel string, file bool) (path string, done func(), err e
 	return fdPath(int(f.Fd())), func() { _ = f.Close() }, nil
 }
 
+// Mounted returns a path by which the kernel reaches what is mounted on
+// rel beneath d, for a remount right after a bind onto MountPoint: a
+// file's mount point shows the kind of what was bound on it (a device
+// node, for a block volume), which MountPoint would refuse. Links are
+// refused as everywhere; done closes the descriptor the path names.
+func (d *Dir) Mounted(rel string) (path string, done func(), err error) {
+	fd, err := openat(d.fd(), d.name, rel, unix.O_PATH, 0, d.walk)
+	if err != nil {
+		return "", nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		_ = unix.Close(fd)
+		return "", nil, pathError("stat", join(d.name, rel), err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		// The fallback walk opens a last link itself (O_PATH|O_NOFOLLOW).
+		_ = unix.Close(fd)
+		return "", nil, &UnsafeError{Path: join(d.name, rel), What: "is a symbolic link"}
+	}
+	return fdPath(fd), func() { _ = unix.Close(fd) }, nil
+}
+
 // splitLast splits rel into its parent ("." for none) and last element.
 func splitLast(rel string) (dir, name string, err error) {
 	es, err := elems(rel)

@@ -1,12 +1,20 @@
 // Command testplugin is a minimal sdk plugin for the go_plugin driver
 // tests. With TESTPLUGIN_BAD_STDERR=1 it writes {"@message": 42}, a line
 // that panics go-plugin v1.8's stderr log parser, straight to fd 2, before
-// and after the handshake.
+// and after the handshake. With TESTPLUGIN_V6ONLY=<port> it listens on
+// [::]:<port> with IPV6_V6ONLY, announces 127.0.0.1:<port> (which that
+// socket never takes) and waits: the liar of the TCP handshake check.
 package main
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/pluginhost/pluginhost/sdk"
@@ -30,6 +38,25 @@ func (identity) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitie
 }
 
 func main() {
+	if port := os.Getenv("TESTPLUGIN_V6ONLY"); port != "" {
+		lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+			var serr error
+			err := c.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1) })
+			if err != nil {
+				return err
+			}
+			return serr
+		}}
+		l, err := lc.Listen(context.Background(), "tcp6", "[::]:"+port)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer l.Close()
+		fmt.Printf("1|1|tcp|127.0.0.1:%s|grpc\n", port)
+		time.Sleep(time.Minute)
+		return
+	}
 	bad := os.Getenv("TESTPLUGIN_BAD_STDERR") == "1"
 	fd2 := os.NewFile(2, "fd2")
 	if bad {
