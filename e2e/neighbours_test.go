@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -90,4 +91,41 @@ func TestTwoAgentsLeaveEachOthersTasksAlone(t *testing.T) {
 			same("both stopped")
 		})
 	}
+}
+
+// Review of issue 25: two agents on one machine, both with the default
+// users range (80000-89999), handed out the same uids, so an exec task of
+// one ran as the uid of the other's and could use its files. The agents
+// now lease each id machine-wide (/run/pluginhost/ids): their exec tasks
+// and their allocations' groups get ids of their own, also after a
+// kill -9 and restart.
+func TestTwoAgentsGiveOutDifferentIDs(t *testing.T) {
+	needCgroups(t)
+	t.Parallel()
+	ea, eb := newEnvDefaultCgroupParent(t), newEnvDefaultCgroupParent(t)
+	a, b := ea.start(), eb.start()
+	ids := func(e *env, ag *agentProc, job string) (uid string, gid uint32) {
+		t.Helper()
+		script := `id -u > /alloc/uid.tmp && mv /alloc/uid.tmp /alloc/uid; exec sleep 1000000`
+		alloc := ag.runJob(job, jobHCL(job, restartPolicy, execTask("t", e.markerFor(job), script)))[0]
+		return strings.TrimSpace(e.allocFile(t, ag, alloc, "uid")), allocGroup(t, e, alloc)
+	}
+	seen := map[string]string{}
+	note := func(who, uid string, gid uint32) {
+		t.Helper()
+		for _, id := range []string{"uid " + uid, "gid " + strconv.FormatUint(uint64(gid), 10)} {
+			if other, dup := seen[strings.Fields(id)[1]]; dup {
+				t.Fatalf("%s has %s, which %s has too", who, id, other)
+			}
+			seen[strings.Fields(id)[1]] = who + " " + id
+		}
+	}
+	ua, ga := ids(ea, a, "xa")
+	note("agent A's task", ua, ga)
+	ub, gb := ids(eb, b, "xb")
+	note("agent B's task", ub, gb)
+	a.kill()
+	a = ea.start()
+	uc, gc := ids(ea, a, "xc")
+	note("agent A's task after a kill -9", uc, gc)
 }

@@ -375,8 +375,19 @@ func dynamicIDs(cfg *config.Config, logger hclog.Logger) (*idpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("users: %w", err)
 	}
+	// Every agent of the machine defaults to the same range: the leases
+	// keep two from handing out the same uid.
+	l, err := idpool.OpenLeases(IDLeaseDir, cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("users: %w", err)
+	}
+	p.ShareWith(l)
 	return p, nil
 }
+
+// IDLeaseDir is where the machine's agents record which of them holds
+// which dynamic id (idpool.Leases).
+const IDLeaseDir = "/run/pluginhost/ids"
 
 // userAllowed is denied_host_uids and denied_host_gids at a task's launch:
 // a job recorded before the configuration changed is held to it too.

@@ -12,4 +12,9 @@
 // which holds its ids (state.Alloc.IDs): a restarted agent Holds the ids
 // of every allocation it restores before it Acquires any. An id that the
 // host's user or group database names is never handed out.
+//
+// Every agent of a machine defaults to the same range, so the pool can
+// share it (ShareWith): each id it hands out or restores is leased in a
+// directory all the machine's agents use (Leases), and an id another live
+// agent leases is skipped.
 package idpool

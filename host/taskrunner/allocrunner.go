@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pluginhost/pluginhost/host/allocdir"
+	"github.com/pluginhost/pluginhost/host/idpool"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
 )
@@ -195,7 +196,9 @@ func RestoreAllocRunner(cfg *Config, as *state.AllocState) (*AllocRunner, error)
 	if cfg.IDs != nil {
 		// Before any new allocation takes ids: these are in use, by
 		// running tasks or by files in the allocation's directory.
-		if err := cfg.IDs.Hold(a.ID, a.IDs.All()...); err != nil {
+		if err := cfg.IDs.Hold(a.ID, a.IDs.All()...); errors.Is(err, idpool.ErrShared) {
+			cfg.Logger.Warn("a restored allocation's dynamic ids are another agent's too", "alloc_id", a.ID, "error", err)
+		} else if err != nil {
 			return nil, fmt.Errorf("allocation %s: %w", a.ID, err)
 		}
 	}
