@@ -80,10 +80,27 @@ func jobHCL(id, group string, tasks ...taskSpec) string {
 
 // hclString quotes s for HCL, keeping ${...} interpolations live.
 func hclString(s string) string {
-	q := fmt.Sprintf("%q", s)
-	// %q escapes nothing HCL reads differently except "$${" (a literal),
-	// which the tests do not use; "%{" starts a template directive.
-	return strings.ReplaceAll(q, "%{", "%%{")
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
+			// HCL reads \uNNNN, not Go's \x1b or \a.
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	// "%{" starts a template directive; "$${" (a literal) is not used.
+	return strings.ReplaceAll(b.String(), "%{", "%%{")
 }
 
 // markerFor returns a marker unique to the env and task.

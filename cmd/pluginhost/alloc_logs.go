@@ -1,6 +1,9 @@
 package main
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // AllocLogsCommand prints a task's logs.
 type AllocLogsCommand struct {
@@ -11,7 +14,7 @@ func (c *AllocLogsCommand) Synopsis() string { return "Print (and follow) a task
 
 func (c *AllocLogsCommand) Help() string {
 	return helpText(`
-Usage: pluginhost alloc logs [-stderr] [-f] ALLOC [TASK]
+Usage: pluginhost alloc logs [-stderr] [-f] [-escape=BOOL] ALLOC [TASK]
 
   Print a task's log, oldest rotated file first. TASK may be left out when
   the allocation has one task. ALLOC may be any unique prefix.
@@ -23,14 +26,22 @@ Options:
 
   -f
     Follow: keep printing as the task writes, until interrupted.
+
+  -escape
+    Show control characters and escape sequences the task wrote as text
+    (\x1b]52;...), keeping newlines, tabs, carriage returns and colours.
+    On by default when stdout is a terminal, so that a task cannot write
+    to your clipboard or redraw your screen; -escape=false prints the log
+    byte for byte, as a pipe or file gets it by default.
 ` + helpAgentOptions)
 }
 
 func (c *AllocLogsCommand) Run(args []string) int {
-	var stderr, follow bool
+	var stderr, follow, escape bool
 	fs := c.flagSet("alloc logs", true, false)
 	fs.BoolVar(&stderr, "stderr", false, "")
 	fs.BoolVar(&follow, "f", false, "")
+	fs.BoolVar(&escape, "escape", isTerminal(c.Out), "")
 	if !c.parse(fs, args) {
 		return 1
 	}
@@ -43,7 +54,17 @@ func (c *AllocLogsCommand) Run(args []string) int {
 	}
 	defer client.Close()
 	allocID, task := fs.Arg(0), fs.Arg(1)
-	if err := client.AllocLogs(c.Ctx, allocID, task, stderr, follow, c.Out); err != nil {
+	out := c.Out
+	var esc *logEscaper
+	if escape {
+		esc = &logEscaper{w: c.Out}
+		out = esc
+	}
+	err = client.AllocLogs(c.Ctx, allocID, task, stderr, follow, out)
+	if esc != nil {
+		err = errors.Join(err, esc.Flush())
+	}
+	if err != nil {
 		return c.fail(fmt.Sprintf("reading logs of allocation %q", allocID), err)
 	}
 	return 0

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pluginhost/pluginhost/internal/text"
 )
 
 // formatList aligns "a|b|c" rows into columns two spaces apart, the way
@@ -49,12 +51,14 @@ func columnize(rows []string, glue string) string {
 	return b.String()
 }
 
-// cell makes a value safe for a "|"-separated row.
+// cell makes a value safe for a "|"-separated row, and for the terminal:
+// control characters, newlines included, are escaped (text.Escape), so a
+// value cannot add a row or redraw the table.
 func cell(s string) string {
 	if s == "" {
 		return "<none>"
 	}
-	return strings.ReplaceAll(s, "|", "/")
+	return strings.ReplaceAll(text.Escape(s), "|", "/")
 }
 
 // formatTime prints an absolute time, as Nomad does in tables.

@@ -54,7 +54,7 @@ func run(ctx context.Context, args []string, ui cli.Ui, stdout, stderr io.Writer
 
 // runClock is run with a clock, for views that print relative times.
 func runClock(ctx context.Context, args []string, ui cli.Ui, stdout, stderr io.Writer, getenv func(string) string, now func() time.Time) int {
-	m := &Meta{Ctx: ctx, Ui: ui, Out: stdout, Getenv: getenv, Now: now}
+	m := &Meta{Ctx: ctx, Ui: textUi{ui}, Out: stdout, Getenv: getenv, Now: now}
 	cmds := m.withCompletion(commands(m))
 	if unknown := unknownCommand(cmds, args); unknown != "" {
 		// The help alone would leave the user to guess what went wrong.

@@ -14,6 +14,7 @@ import (
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/nsexec"
 	"github.com/pluginhost/pluginhost/host/state"
+	"github.com/pluginhost/pluginhost/internal/text"
 )
 
 // maxEventsInMemory mirrors the store's per-task event cap.
@@ -410,7 +411,10 @@ func (tr *TaskRunner) start(ctx context.Context) (driver.Task, error) {
 	})
 	if err != nil {
 		err = fmt.Errorf("start task %s: %w", tr.task.Name, err)
-		tr.emit(newEvent(EventDriverFailure, err.Error()))
+		// go-plugin's errors quote what the binary printed (an
+		// unrecognised handshake line) as it came: escaped here, so that
+		// every reader of the event gets text.
+		tr.emit(newEvent(EventDriverFailure, text.EscapeLines(err.Error())))
 		return nil, err
 	}
 	// The task has its copies of the output pipes; ours must go now, or
