@@ -32,7 +32,9 @@ const (
 // Defaults for Limits. Every client is on this machine, where a request
 // arrives in microseconds: the values leave a legitimate client, even on
 // a loaded machine, orders of magnitude of slack, and bound what a
-// connection that does nothing can hold.
+// connection that does nothing can hold. The cap matters more than the
+// timeouts (see connlimit.go): it is what keeps a flood from taking every
+// descriptor, the timeouts only give idle descriptors back sooner.
 const (
 	// DefaultReadHeaderTimeout bounds the wait for a request's header from
 	// the moment the connection is ready to read it (slowloris).
@@ -51,16 +53,27 @@ const (
 	// keeps reading, and a reader that takes nothing for this long (after
 	// the socket buffers, several MB, are full) is dropped.
 	DefaultWriteTimeout = 60 * time.Second
+	// DefaultMaxConns caps the connections of one listener: far more than
+	// the agent's own clients hold (a CLI command uses one or two, each
+	// resolver or broker lease one), far fewer than a descriptor limit of
+	// 20,000 or the usual 524,288. Lowered to a quarter of a smaller soft
+	// RLIMIT_NOFILE.
+	DefaultMaxConns = 1024
+	// minMaxConns is the least cap a tiny descriptor limit leaves.
+	minMaxConns = 16
 )
 
-// Limits bound what a client can hold of the server. Zero fields take the
-// defaults above.
+// Limits bound what clients can hold of one listener. Zero fields take
+// the defaults above.
 type Limits struct {
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
 	IdleTimeout       time.Duration
 	// WriteTimeout is per write, see DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// MaxConns caps the listener's open connections; at the cap the one
+	// that has waited longest for a request is closed to make room.
+	MaxConns int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -73,6 +86,9 @@ func (l Limits) withDefaults() Limits {
 	def(&l.ReadTimeout, DefaultReadTimeout)
 	def(&l.IdleTimeout, DefaultIdleTimeout)
 	def(&l.WriteTimeout, DefaultWriteTimeout)
+	if l.MaxConns <= 0 {
+		l.MaxConns = maxConnsFor(softNofile())
+	}
 	return l
 }
 
@@ -103,7 +119,8 @@ type ServerConfig struct {
 	// unix socket they are not asked for (the socket's mode is the
 	// authentication) and, when set, are served at /v1/acl/tokens.
 	Tokens *Tokens
-	// Limits are the timeouts; zero values take the defaults.
+	// Limits are the timeouts and the connection cap; zero values take
+	// the defaults.
 	Limits Limits
 }
 
@@ -174,10 +191,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		// Port 0 asks for any port: report the one we got.
 		s.addr.Address = ln.Addr().String()
 	}
-	s.ln = ln
+	lim := newConnLimiter(ln, cfg.Limits.MaxConns, s.log)
+	s.ln = lim
 	s.http = &http.Server{
 		Handler:           withRecover(s.log, cfg.Limits.WriteTimeout, s.routes()),
 		BaseContext:       func(net.Listener) context.Context { return s.baseCtx },
+		ConnState:         lim.connState,
 		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
 		ReadTimeout:       cfg.Limits.ReadTimeout,
 		IdleTimeout:       cfg.Limits.IdleTimeout,
@@ -196,7 +215,7 @@ func (s *Server) Addr() string { return s.addr.String() }
 func (s *Server) Serve(ctx context.Context) error {
 	errCh := make(chan error, 1)
 	go func() { errCh <- s.http.Serve(s.ln) }()
-	s.log.Info("API listening", "addr", s.Addr())
+	s.log.Info("API listening", "addr", s.Addr(), "max_conns", s.cfg.Limits.MaxConns)
 	select {
 	case err := <-errCh:
 		if errors.Is(err, http.ErrServerClosed) {
