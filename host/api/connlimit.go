@@ -196,12 +196,12 @@ func (c *limitedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// maxConnsFor is the default cap of one listener for a process whose soft
-// RLIMIT_NOFILE is nofile: DefaultMaxConns, or a quarter of the limit when
-// that is less, so that two listeners at their caps leave half of the
-// descriptors to the agent's state, its tasks' pipes and logs, and plugin
-// sockets.
-func maxConnsFor(nofile uint64) int {
+// MaxConnsFor is the default cap of one listener (Limits.MaxConns) for a
+// process whose soft RLIMIT_NOFILE is nofile: DefaultMaxConns, or a
+// quarter of the limit when that is less, so that two listeners at their
+// caps leave half of the descriptors to the agent's state, its tasks'
+// pipes and logs, and plugin sockets.
+func MaxConnsFor(nofile uint64) int {
 	q := nofile / 4
 	if q >= DefaultMaxConns {
 		return DefaultMaxConns

@@ -77,8 +77,8 @@ func TestMaxConnsFor(t *testing.T) {
 		1 << 20: DefaultMaxConns, 20000: DefaultMaxConns, 4096: DefaultMaxConns,
 		1024: 256, 256: 64, 40: minMaxConns, 0: minMaxConns,
 	} {
-		if got := maxConnsFor(nofile); got != want {
-			t.Errorf("maxConnsFor(%d) = %d, want %d", nofile, got, want)
+		if got := MaxConnsFor(nofile); got != want {
+			t.Errorf("MaxConnsFor(%d) = %d, want %d", nofile, got, want)
 		}
 	}
 }

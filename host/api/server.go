@@ -87,7 +87,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.IdleTimeout, DefaultIdleTimeout)
 	def(&l.WriteTimeout, DefaultWriteTimeout)
 	if l.MaxConns <= 0 {
-		l.MaxConns = maxConnsFor(softNofile())
+		l.MaxConns = MaxConnsFor(softNofile())
 	}
 	return l
 }
