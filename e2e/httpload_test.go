@@ -223,3 +223,53 @@ func TestAPIAnswersUnderConnectionFlood(t *testing.T) {
 	}
 	answered("the CLI over the local socket with every TCP slot streaming", cli(local))
 }
+
+// nofileOf parses the soft and hard limits out of a "Max open files" line
+// of /proc/<pid>/limits, as a task printed it.
+func nofileOf(t *testing.T, out string) (soft, hard string) {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, "Max open files"); ok {
+			if f := strings.Fields(rest); len(f) == 3 {
+				return f[0], f[1]
+			}
+		}
+	}
+	t.Fatalf("no open files limit in %q", out)
+	return "", ""
+}
+
+// TestAgentRaisesNofileTasksKeepTheirs: an agent started with a low soft
+// RLIMIT_NOFILE runs with it raised (Go's runtime does it at start, to the
+// hard limit less one), and its tasks, raw_exec and exec (through the
+// mount helper, itself a Go program), get the limit the agent was given,
+// not the raised one: Go restores it in every child, unless the process
+// calls setrlimit(RLIMIT_NOFILE) itself, which the agent must not.
+func TestAgentRaisesNofileTasksKeepTheirs(t *testing.T) {
+	needCgroups(t)
+	t.Parallel()
+	e := newEnv(t, "")
+	const low = 1024
+	e.softNofile = low
+	a := e.start()
+	if soft := softNofile(t, a.pid()); soft <= low {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/limits", a.pid()))
+		t.Fatalf("the agent runs with a soft limit of %d, started with %d:\n%s", soft, low, b)
+	}
+	// A file, not the log: the log shipper may not have written the
+	// line yet when the task is dead.
+	script := `grep 'open files' /proc/self/limits > "$NOMAD_TASK_DIR/nofile"`
+	// A job each: the first task to exit would fail its siblings.
+	for _, tk := range []taskSpec{shTask("raw", e.markerFor("raw"), script), execTask("ex", e.markerFor("ex"), script)} {
+		task := tk.name
+		alloc := a.runJob(task, jobHCL(task, noRestart, tk))[0]
+		al := a.waitAlloc(alloc, task+" dead", taskDead(task))
+		b, err := os.ReadFile(filepath.Join(e.taskDir(alloc, task), "local", "nofile"))
+		if err != nil {
+			t.Fatalf("task %s: %v\n%s", task, err, eventSummary(al, task))
+		}
+		if soft, _ := nofileOf(t, string(b)); soft != strconv.Itoa(low) {
+			t.Errorf("task %s runs with a soft limit of %s, want the agent's own %d:\n%s", task, soft, low, b)
+		}
+	}
+}

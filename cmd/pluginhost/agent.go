@@ -124,6 +124,16 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 		JSONFormat: cfg.LogJSON,
 		Output:     os.Stderr,
 	})
+	// Go's runtime raised the soft RLIMIT_NOFILE to the hard limit (less
+	// one) before main, for the API's connections and the tasks' pipes,
+	// and restores the limit the agent was started with in every process
+	// it starts: a task gets what it was given, not the agent's. A
+	// setrlimit(RLIMIT_NOFILE) of the agent's own would end that
+	// restoring (TestAgentRaisesNofileTasksKeepTheirs), so there is none.
+	var nofile unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile); err == nil {
+		logger.Info("open files limit", "soft", nofile.Cur, "hard", nofile.Max)
+	}
 	addr, isDefault, err := listenAddr(cfg)
 	if err != nil {
 		ui.Error(err.Error())
