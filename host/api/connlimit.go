@@ -150,9 +150,9 @@ func (l *connLimiter) warnLocked() {
 		return
 	}
 	l.lastWarn = now
-	l.log.Warn("API connection limit reached: closing the connections that wait longest",
-		"addr", l.Addr().String(), "max_conns", l.max,
-		"closed_waiting", l.evicted, "refused_all_busy", l.refused)
+	l.log.Warn("API connection cap reached: closing the connections that have waited longest for a request",
+		"addr", l.Addr().String(), "max_conns", l.max, "every", limitWarnEvery,
+		"closed_since_last_warning", l.evicted, "refused_all_in_requests_since_last_warning", l.refused)
 	l.evicted, l.refused = 0, 0
 }
 
