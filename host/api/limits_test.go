@@ -93,12 +93,13 @@ func TestIdleAndHeaderTimeouts(t *testing.T) {
 }
 
 // TestWriteTimeoutPerWrite: the write timeout bounds each write, not the
-// answer: a stream read all along outlives it many times over, and one
-// whose reader stops is ended once its writes block that long.
+// answer: a stream read all along outlives it (and the read timeout) many
+// times over, and one whose reader stops is ended once its writes block
+// that long.
 func TestWriteTimeoutPerWrite(t *testing.T) {
 	const wt = 200 * time.Millisecond
 	ts := startServer(t, func(c *ServerConfig) {
-		c.Limits = Limits{WriteTimeout: wt}
+		c.Limits = Limits{WriteTimeout: wt, ReadTimeout: wt, ReadHeaderTimeout: wt}
 		c.Heartbeat = 20 * time.Millisecond
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
