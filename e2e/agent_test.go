@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,6 +39,9 @@ type env struct {
 	// noCgroups starts the agent where no cgroup file system is mounted
 	// (see newEnvNoCgroups).
 	noCgroups bool
+	// softNofile, when set, is the soft RLIMIT_NOFILE the agent is
+	// started with, as a shell's `ulimit -Sn` would give it.
+	softNofile uint64
 
 	// extraEnv is appended to every agent's environment (later values
 	// win), e.g. an XDG_RUNTIME_DIR of the test's own.
@@ -192,6 +196,11 @@ func (e *env) launch() (a *agentProc, started <-chan struct{}) {
 		// unshare and the shell exec in turn: the agent keeps the pid.
 		cmd = exec.Command("unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
 			`umount -l /sys/fs/cgroup && exec "$0" "$@"`, e.bin, "agent", "-config", e.cfgPath)
+	}
+	if e.softNofile > 0 {
+		// The shell execs the agent: it keeps the pid.
+		cmd = exec.Command("/bin/sh", "-c", `ulimit -S -n "$0" && exec "$@"`,
+			strconv.FormatUint(e.softNofile, 10), e.bin, "agent", "-config", e.cfgPath)
 	}
 	cmd.Dir = e.root
 	cmd.Env = append(append(os.Environ(), api.EnvAddr+"="+e.addr()), e.extraEnv...)

@@ -48,6 +48,8 @@ Usage: pluginhost agent [-config FILE | -dev]
   user it runs as in ~/.config/pluginhost/tokens/<addr>, so that user's
   CLI needs no flag. 'pluginhost operator token' shows and rotates the
   tokens. The unix socket needs none: its file mode is the authentication.
+  An agent on TCP also serves the API on <data_dir>/api.sock (0600), which
+  keeps answering its user when other users fill the TCP port.
 
 Options:
 
@@ -122,6 +124,16 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 		JSONFormat: cfg.LogJSON,
 		Output:     os.Stderr,
 	})
+	// Go's runtime raised the soft RLIMIT_NOFILE to the hard limit (less
+	// one) before main, for the API's connections and the tasks' pipes,
+	// and restores the limit the agent was started with in every process
+	// it starts: a task gets what it was given, not the agent's. A
+	// setrlimit(RLIMIT_NOFILE) of the agent's own would end that
+	// restoring (TestAgentRaisesNofileTasksKeepTheirs), so there is none.
+	var nofile unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile); err == nil {
+		logger.Info("open files limit", "soft", nofile.Cur, "hard", nofile.Max)
+	}
 	addr, isDefault, err := listenAddr(cfg)
 	if err != nil {
 		ui.Error(err.Error())
@@ -161,10 +173,11 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 		ui.Error(err.Error())
 		return 1
 	}
-	srv, err := apiserver.NewServer(apiserver.ServerConfig{
+	srvCfg := apiserver.ServerConfig{
 		Addr: addr, Backend: agent, Logger: logger,
 		Metrics: agent.Metrics(), EnableDebug: cfg.EnableDebug, Tokens: tokens,
-	})
+	}
+	srv, err := apiserver.NewServer(srvCfg)
 	if err != nil {
 		agent.Close()
 		if isDefault && errors.Is(err, apiserver.ErrAddrInUse) {
@@ -173,6 +186,18 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 			ui.Error(err.Error())
 		}
 		return 1
+	}
+	local, err := localServer(cfg, srv.Addr(), srvCfg, logger)
+	if err != nil {
+		_ = srv.Shutdown(context.Background())
+		agent.Close()
+		ui.Error(err.Error())
+		return 1
+	}
+	if local != nil {
+		// Also on the paths where agent.Run never serves: the socket
+		// file goes with the listener. Shutdown runs once.
+		defer func() { _ = local.Shutdown(context.Background()) }()
 	}
 	agent.SetAddr(srv.Addr())
 	tokenFile, err := publishToken(tokens, srv.Addr())
@@ -196,10 +221,13 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 	if tokenFile != "" {
 		ui.Output(fmt.Sprintf("    Token: this user's CLI reads it from %s; others need -token or %s (pluginhost operator token)", tokenFile, api.EnvToken))
 	}
+	if local != nil {
+		ui.Output(fmt.Sprintf("    Local socket: %s (no token; it answers while TCP is busy: -address %s)", local.Addr(), local.Addr()))
+	}
 	if self, err := agent.Self(ctx); err == nil && self.Containment != nil {
 		ui.Output("    Containment: " + containmentLine(self.Containment))
 	}
-	if err := agent.Run(ctx, srv.Serve); err != nil {
+	if err := agent.Run(ctx, serveAll(srv, local)); err != nil {
 		ui.Error(err.Error())
 		return 1
 	}
@@ -222,6 +250,52 @@ func publishToken(tokens *apiserver.Tokens, addr string) (string, error) {
 		return "", err
 	}
 	return path, nil
+}
+
+// localSocketName is the unix socket in data_dir that an agent on TCP
+// serves too.
+const localSocketName = "api.sock"
+
+// localServer is the API on <data_dir>/api.sock beside a TCP address, nil
+// for an agent on a unix socket. Every local user can open connections to
+// the TCP port, and enough of them would fill its connection cap: the
+// socket, 0600 in the agent's data dir, is reachable only by the agent's
+// user and root (who can read the tokens in that dir anyway) and has a cap
+// of its own, so the operator's CLI gets in whatever happens on TCP. A
+// data dir too long for a socket path only loses that, with a warning.
+func localServer(cfg *config.Config, mainAddr string, base apiserver.ServerConfig, logger hclog.Logger) (*apiserver.Server, error) {
+	if a, err := api.ParseAddr(mainAddr); err != nil || a.Network != "tcp" {
+		return nil, err
+	}
+	path := filepath.Join(cfg.DataDir, localSocketName)
+	if _, err := api.ParseAddr("unix://" + path); err != nil {
+		logger.Warn("no local API socket beside TCP: the data dir is too long for a socket path", "error", err)
+		return nil, nil
+	}
+	base.Addr = "unix://" + path
+	srv, err := apiserver.NewServer(base)
+	if err != nil {
+		return nil, fmt.Errorf("local API socket beside TCP: %w", err)
+	}
+	return srv, nil
+}
+
+// serveAll serves the API's listeners until ctx ends or one fails, which
+// ends the others.
+func serveAll(srv, local *apiserver.Server) func(context.Context) error {
+	if local == nil {
+		return srv.Serve
+	}
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		errc := make(chan error, 2)
+		go func() { errc <- srv.Serve(ctx) }()
+		go func() { errc <- local.Serve(ctx) }()
+		err := <-errc
+		cancel()
+		return errors.Join(err, <-errc)
+	}
 }
 
 // listenAddr is where the HTTP API listens, as api.ParseAddr reads it, and

@@ -62,4 +62,13 @@
 //     tokens must not cross a network.
 //   - Tokens are compared in constant time, never read from the URL, never
 //     logged, and answered only by /v1/acl/tokens to the management role.
+//   - No client can hold the server's descriptors: each listener caps its
+//     connections (Limits.MaxConns: 1024, or a quarter of a smaller soft
+//     RLIMIT_NOFILE), and at the cap closes the connection that has
+//     waited longest for a request, never one in a request (connlimit.go).
+//     The header (10 s), request (30 s) and idle (90 s) timeouts are
+//     http.Server's; the write timeout (60 s) is per write, moved by the
+//     recorder before each write and flush, so a stream lasts as long as
+//     it is read. A refused request's connection is closed after the
+//     answer.
 package api

@@ -29,6 +29,69 @@ const (
 	shutdownGrace = 5 * time.Second
 )
 
+// Defaults for Limits. Every client is on this machine, where a request
+// arrives in microseconds: the values leave a legitimate client, even on
+// a loaded machine, orders of magnitude of slack, and bound what a
+// connection that does nothing can hold. The cap matters more than the
+// timeouts (see connlimit.go): it is what keeps a flood from taking every
+// descriptor, the timeouts only give idle descriptors back sooner.
+const (
+	// DefaultReadHeaderTimeout bounds the wait for a request's header from
+	// the moment the connection is ready to read it (slowloris).
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultReadTimeout bounds the whole request, body included (at most
+	// DefaultMaxBodyBytes). Streaming responses are not cut by it:
+	// net/http lifts the read deadline once the body has been read.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultIdleTimeout closes a keep-alive connection with no request
+	// for this long: longer than Prometheus' default one-minute scrape
+	// interval, so that a scraper keeps its connection.
+	DefaultIdleTimeout = 90 * time.Second
+	// DefaultWriteTimeout bounds each write of an answer, not the answer:
+	// it runs from the handler's last write (or from the request's start),
+	// so an event stream or a followed log lasts as long as its reader
+	// keeps reading, and a reader that takes nothing for this long (after
+	// the socket buffers, several MB, are full) is dropped.
+	DefaultWriteTimeout = 60 * time.Second
+	// DefaultMaxConns caps the connections of one listener: far more than
+	// the agent's own clients hold (a CLI command uses one or two, each
+	// resolver or broker lease one), far fewer than a descriptor limit of
+	// 20,000 or the usual 524,288. Lowered to a quarter of a smaller soft
+	// RLIMIT_NOFILE.
+	DefaultMaxConns = 1024
+	// minMaxConns is the least cap a tiny descriptor limit leaves.
+	minMaxConns = 16
+)
+
+// Limits bound what clients can hold of one listener. Zero fields take
+// the defaults above.
+type Limits struct {
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	IdleTimeout       time.Duration
+	// WriteTimeout is per write, see DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// MaxConns caps the listener's open connections; at the cap the one
+	// that has waited longest for a request is closed to make room.
+	MaxConns int
+}
+
+func (l Limits) withDefaults() Limits {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&l.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	def(&l.ReadTimeout, DefaultReadTimeout)
+	def(&l.IdleTimeout, DefaultIdleTimeout)
+	def(&l.WriteTimeout, DefaultWriteTimeout)
+	if l.MaxConns <= 0 {
+		l.MaxConns = MaxConnsFor(softNofile())
+	}
+	return l
+}
+
 // ServerConfig configures NewServer.
 type ServerConfig struct {
 	// Addr is where to listen (see ParseAddr); required.
@@ -56,6 +119,9 @@ type ServerConfig struct {
 	// unix socket they are not asked for (the socket's mode is the
 	// authentication) and, when set, are served at /v1/acl/tokens.
 	Tokens *Tokens
+	// Limits are the timeouts and the connection cap; zero values take
+	// the defaults.
+	Limits Limits
 }
 
 // Server is the agent's HTTP API. NewServer listens; Serve answers until its
@@ -103,6 +169,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	cfg.Limits = cfg.Limits.withDefaults()
 	if addr.Network == "tcp" && cfg.Tokens == nil {
 		return nil, fmt.Errorf("api: %s: a TCP listener needs ServerConfig.Tokens (the unix socket does not)", addr)
 	}
@@ -120,16 +187,22 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		s.cancelBase()
 		return nil, fmt.Errorf("api: %w", err)
 	}
-	s.ln = ln
 	if addr.Network == "tcp" {
 		// Port 0 asks for any port: report the one we got.
 		s.addr.Address = ln.Addr().String()
 	}
+	lim := newConnLimiter(ln, cfg.Limits.MaxConns, s.log)
+	s.ln = lim
 	s.http = &http.Server{
-		Handler:           withRecover(s.log, s.routes()),
+		Handler:           withRecover(s.log, cfg.Limits.WriteTimeout, s.routes()),
 		BaseContext:       func(net.Listener) context.Context { return s.baseCtx },
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+		ConnState:         lim.connState,
+		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
+		ReadTimeout:       cfg.Limits.ReadTimeout,
+		IdleTimeout:       cfg.Limits.IdleTimeout,
+		// No WriteTimeout: it would cut event streams and followed logs
+		// at a fixed age. withRecover sets a deadline per write instead.
+		ErrorLog: s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
 	return s, nil
 }
@@ -142,7 +215,7 @@ func (s *Server) Addr() string { return s.addr.String() }
 func (s *Server) Serve(ctx context.Context) error {
 	errCh := make(chan error, 1)
 	go func() { errCh <- s.http.Serve(s.ln) }()
-	s.log.Info("API listening", "addr", s.Addr())
+	s.log.Info("API listening", "addr", s.Addr(), "max_conns", s.cfg.Limits.MaxConns)
 	select {
 	case err := <-errCh:
 		if errors.Is(err, http.ErrServerClosed) {
