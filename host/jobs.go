@@ -154,12 +154,13 @@ func (a *Agent) Jobs(ctx context.Context) ([]*api.JobListStub, error) {
 
 // Job describes one job: its record, current version and allocations.
 func (a *Agent) Job(ctx context.Context, id string) (*api.Job, error) {
+	// The API names the job in its answer.
 	js, err := a.db.Job(id)
 	if errors.Is(err, state.ErrJobNotFound) {
-		return nil, fmt.Errorf("job %q: %w", id, api.ErrNotFound)
+		return nil, api.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("job %q: %w", id, err)
+		return nil, err
 	}
 	return describeJob(a.jobs, js), nil
 }

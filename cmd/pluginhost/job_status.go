@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -57,6 +58,10 @@ type jobStatusJSON struct {
 
 func (c *JobStatusCommand) show(client *api.Client, id string) int {
 	job, err := client.Job(c.Ctx, id)
+	if errors.Is(err, api.ErrNotFound) {
+		c.Ui.Error(fmt.Sprintf("No job with ID %q", id))
+		return 1
+	}
 	if err != nil {
 		return c.fail(fmt.Sprintf("reading job %q", id), err)
 	}

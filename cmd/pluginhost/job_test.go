@@ -81,6 +81,11 @@ func TestJobRunErrors(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, bad+":2:3: Unsupported argument") {
 		t.Errorf("parse error: code %d\n%s", r.code, r.stderr)
 	}
+	// Once, with its source line (issue 26 §7: it came twice, the first
+	// time after "Source:").
+	if n := strings.Count(r.stderr, "Unsupported argument"); n != 1 || strings.Contains(r.stderr, "Source:") || !strings.Contains(r.stderr, "typo = 1") {
+		t.Errorf("the diagnostic is shown %d times:\n%s", n, r.stderr)
+	}
 	r = runCLI(t, ctx, addr, "job", "run", "/nonexistent.hcl")
 	if r.code != 1 || !strings.Contains(r.stderr, "no such file") {
 		t.Errorf("missing file: code %d\n%s", r.code, r.stderr)
@@ -133,7 +138,8 @@ func TestJobStatusAndStop(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &js); err != nil || js.Job.ID != "sleep" || len(js.Allocations) != 2 {
 		t.Errorf("job status -json sleep: %v\n%s", err, r.stdout)
 	}
-	if r := runCLI(t, ctx, addr, "job", "status", "nope"); r.code != 1 || !strings.Contains(r.stderr, "HTTP 404") {
+	// Issue 26 §7: it said `job "nope": job "nope": not found (HTTP 404)`.
+	if r := runCLI(t, ctx, addr, "job", "status", "nope"); r.code != 1 || r.stderr != "No job with ID \"nope\"\n" {
 		t.Errorf("unknown job: %+v", r)
 	}
 

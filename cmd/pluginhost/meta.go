@@ -125,8 +125,16 @@ func (m *Meta) fail(doing string, err error) int {
 	}
 	var se *api.StatusError
 	if errors.As(err, &se) {
+		if len(se.Diagnostics) > 0 {
+			// The message is the diagnostics, with their source lines:
+			// the field ("Source") and the status add nothing.
+			msg = fmt.Sprintf("Error %s: %s", doing, strings.TrimPrefix(se.ErrorResponse.Error, se.Field+": "))
+		}
 		msg += m.tokenHint(se)
 		for _, d := range se.Diagnostics {
+			if d.Range != "" && strings.Contains(msg, d.Range) {
+				continue // the message shows it already
+			}
 			line := "  " + d.Summary
 			if d.Range != "" {
 				line = "  " + d.Range + ": " + d.Summary
