@@ -395,8 +395,19 @@ func (c *Client) Events(ctx context.Context, topics ...string) (*EventStream, er
 // EventsFrom is Events starting with the kept events after index (0: only
 // later ones), to resume a stream that was cut off.
 func (c *Client) EventsFrom(ctx context.Context, index uint64, topics ...string) (*EventStream, error) {
+	return c.events(ctx, index, index > 0, topics)
+}
+
+// EventsSince is Events starting with the kept events after index, where
+// 0 means every kept event (the agent keeps the last 4096): with
+// AgentSelf.EventIndex, the last N events and then the later ones.
+func (c *Client) EventsSince(ctx context.Context, index uint64, topics ...string) (*EventStream, error) {
+	return c.events(ctx, index, true, topics)
+}
+
+func (c *Client) events(ctx context.Context, index uint64, replay bool, topics []string) (*EventStream, error) {
 	q := url.Values{}
-	if index > 0 {
+	if replay {
 		q.Set("index", strconv.FormatUint(index, 10))
 	}
 	for _, t := range topics {

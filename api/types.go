@@ -364,6 +364,10 @@ type AgentSelf struct {
 	StartTime time.Time
 	// Containment says how tasks are contained on this machine.
 	Containment *Containment
+	// EventIndex is the index of the latest event (0: none yet): a
+	// reader that wants the last N events asks for the stream from
+	// EventIndex-N (`pluginhost events` does).
+	EventIndex uint64
 }
 
 // Containment is how the agent contains tasks: the cgroup version it uses

@@ -1,42 +1,51 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/pluginhost/pluginhost/api"
 )
 
-// TestFinalStateIsPublished checks that a watcher of the event stream
-// learns that a stopped allocation is complete: an event must follow the
-// last state change, or waiters that read the state on each event hang.
-func TestFinalStateIsPublished(t *testing.T) {
+// Issue 26 §7: `pluginhost events`, a quick-start step, printed nothing on
+// a quiet agent, neither a header nor what had happened. It now prints a
+// header, then the agent's last events (-n, 10 by default), then follows.
+func TestEventsShowsRecentHistory(t *testing.T) {
 	e := newEnv(t, "")
 	a := e.start()
-	for i := range 5 {
-		m := e.markerFor("t")
-		ids := a.runJob("final", jobHCL("final", restartPolicy, shTask("t", m, sleeper+" # "+string(rune('a'+i)))))
-		a.waitAlloc(ids[len(ids)-1], "running", running("t"))
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		es, err := a.client.Events(ctx, api.TopicAllocation)
-		if err != nil {
-			cancel()
-			t.Fatal(err)
+	a.runStarted("quiet", jobHCL("quiet", restartPolicy, shTask("t", e.markerFor("quiet"), sleeper)), 1)
+	// The agent is quiet now: nothing happens while the command runs.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.bin, "events", "-n", "3")
+	cmd.Env = append(os.Environ(), api.EnvAddr+"="+e.addr())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = cmd.Wait() }()
+	sc := bufio.NewScanner(out)
+	var lines []string
+	for len(lines) < 4 && sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if len(lines) < 4 {
+		t.Fatalf("events printed %q before it ended: %v", lines, sc.Err())
+	}
+	if !strings.HasPrefix(lines[0], "Time") {
+		t.Errorf("no header: %q", lines[0])
+	}
+	for _, l := range lines[1:] {
+		if !strings.Contains(l, "quiet") && !strings.Contains(l, "Task") && !strings.Contains(l, "Allocation") {
+			t.Errorf("not one of the job's events: %q", l)
 		}
-		a.stopJob("final")
-		alloc := ids[len(ids)-1]
-		for {
-			ev, err := es.Next(ctx)
-			if err != nil {
-				cancel()
-				t.Fatalf("round %d: no event showed allocation %s complete after job stop: %v", i, short(alloc), err)
-			}
-			if ev.Key == alloc && ev.Payload.Allocation != nil && ev.Payload.Allocation.ClientStatus == api.AllocClientStatusComplete {
-				break
-			}
-		}
-		cancel()
-		_ = es.Close()
 	}
 }

@@ -83,8 +83,8 @@ func (a *Agent) Plugin(ctx context.Context, id string) (*api.CSIPlugin, error) {
 }
 
 // Events subscribes to the agent's live event stream.
-func (a *Agent) Events(ctx context.Context, after uint64) (<-chan *api.Event, error) {
-	return a.events.Subscribe(ctx, after), nil
+func (a *Agent) Events(ctx context.Context, from uint64) (<-chan *api.Event, error) {
+	return a.events.Subscribe(ctx, from), nil
 }
 
 // Self describes the agent.
@@ -93,6 +93,7 @@ func (a *Agent) Self(ctx context.Context) (*api.AgentSelf, error) {
 		Version: Version, NodeName: a.cfg.NodeName, DataDir: a.cfg.DataDir, Addr: a.Addr(),
 		Ready: a.ready.Load(), StartTime: a.startTime,
 		Containment: apiconv.Containment(a.cgroups),
+		EventIndex:  a.events.Index(),
 	}, nil
 }
 

@@ -20,12 +20,17 @@ func (c *EventsCommand) Synopsis() string { return "Print the agent's live event
 
 func (c *EventsCommand) Help() string {
 	return helpText(`
-Usage: pluginhost events [-json] [-index N] [-topic TOPIC]...
+Usage: pluginhost events [-json] [-n N] [-index N] [-topic TOPIC]...
 
-  Print events as they happen until interrupted: task events, allocation
-  updates, plugin registrations and health changes, job updates, volumes.
+  Print the agent's recent events, then events as they happen until
+  interrupted: task events, allocation updates, plugin registrations and
+  health changes, job updates, volumes.
 
 Options:
+
+  -n=<N>
+    How many of the agent's latest events to print first (default 10), of
+    the topics asked for; 0 prints only what happens from now on.
 
   -topic=<topic>
     Only this topic (Allocation, Task, Job, Plugin, Registry, Agent,
@@ -49,10 +54,12 @@ func (c *EventsCommand) Run(args []string) int {
 	var (
 		topics topicFlags
 		index  uint64
+		last   uint64
 	)
 	fs := c.flagSet("events", true, true)
 	fs.Var(&topics, "topic", "")
 	fs.Uint64Var(&index, "index", 0, "")
+	fs.Uint64Var(&last, "n", 10, "")
 	if !c.parse(fs, args) {
 		return 1
 	}
@@ -64,11 +71,24 @@ func (c *EventsCommand) Run(args []string) int {
 		return c.fail("connecting to the agent", err)
 	}
 	defer client.Close()
-	stream, err := client.EventsFrom(c.Ctx, index, topics...)
+	open := client.EventsFrom
+	if index == 0 && last > 0 {
+		// The last N: from the agent's latest index back. A quiet agent
+		// printed nothing at all before, which looked like a hang.
+		self, err := client.Self(c.Ctx)
+		if err != nil {
+			return c.fail("reading the agent's event index", err)
+		}
+		index, open = max(self.EventIndex, last)-last, client.EventsSince
+	}
+	stream, err := open(c.Ctx, index, topics...)
 	if err != nil {
 		return c.fail("subscribing to events", err)
 	}
 	defer stream.Close()
+	if !c.json {
+		c.Ui.Output(strings.TrimRight(fmt.Sprintf("%-20s  %-10s  %-20s  %-8s  %s", "Time", "Topic", "Type", "Key", "Details"), " "))
+	}
 	for {
 		ev, err := stream.Next(c.Ctx)
 		switch {

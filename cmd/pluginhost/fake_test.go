@@ -242,7 +242,7 @@ func (f *fakeAgent) Plugin(ctx context.Context, id string) (*api.CSIPlugin, erro
 	return nil, api.ErrNotFound
 }
 
-func (f *fakeAgent) Events(ctx context.Context, after uint64) (<-chan *api.Event, error) {
+func (f *fakeAgent) Events(ctx context.Context, from uint64) (<-chan *api.Event, error) {
 	ch := make(chan *api.Event, 256)
 	f.mu.Lock()
 	f.subs = append(f.subs, ch)

@@ -64,9 +64,9 @@ type Backend interface {
 	// Events subscribes to the live event stream. The channel is closed
 	// when ctx is done (and may be closed earlier, e.g. on agent shutdown
 	// or when the subscriber fell too far behind).
-	// With after > 0 the stream starts with the kept events after that
-	// index (Nomad's ?index=).
-	Events(ctx context.Context, after uint64) (<-chan *api.Event, error)
+	// With from > 0 the stream starts with the kept events from that
+	// index on (Nomad's ?index=N is from N+1; ?index=0, every kept one).
+	Events(ctx context.Context, from uint64) (<-chan *api.Event, error)
 	Self(ctx context.Context) (*api.AgentSelf, error)
 }
 

@@ -28,17 +28,19 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var after uint64
+	// Without index, only later events; with index=N, the kept ones after
+	// N first (index=0: every kept one).
+	var from uint64
 	if v := r.URL.Query().Get("index"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
+		if err != nil || n == ^uint64(0) {
 			writeError(w, r, s.log, fieldErrorf("index", "must be an event index (a whole number), got %q", v))
 			return
 		}
-		after = n
+		from = n + 1
 	}
 	ctx := r.Context()
-	ch, err := s.cfg.Backend.Events(ctx, after)
+	ch, err := s.cfg.Backend.Events(ctx, from)
 	if err != nil {
 		writeError(w, r, s.log, fmt.Errorf("subscribe to events: %w", err))
 		return

@@ -210,7 +210,7 @@ func (f *fakeBackend) Plugin(ctx context.Context, id string) (*api.CSIPlugin, er
 
 // Events hands out a buffered channel per subscriber; the goroutine that
 // closes it is owned by the subscription's context.
-func (f *fakeBackend) Events(ctx context.Context, after uint64) (<-chan *api.Event, error) {
+func (f *fakeBackend) Events(ctx context.Context, from uint64) (<-chan *api.Event, error) {
 	f.calls.Add(1)
 	f.mu.Lock()
 	id := f.next

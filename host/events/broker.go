@@ -78,20 +78,21 @@ func (b *Broker) Publish(ev *api.Event) {
 	}
 }
 
-// Subscribe returns a channel of every later event, and with after > 0
-// first of the kept events after that index; it is closed when ctx ends,
-// when the broker closes, or when the subscriber falls too far behind.
-func (b *Broker) Subscribe(ctx context.Context, after uint64) <-chan *api.Event {
+// Subscribe returns a channel of every later event, and with from > 0
+// first of the kept events from that index on; it is closed when ctx
+// ends, when the broker closes, or when the subscriber falls too far
+// behind.
+func (b *Broker) Subscribe(ctx context.Context, from uint64) <-chan *api.Event {
 	b.mu.Lock()
 	var replay []*api.Event
-	if after > 0 && after < b.index {
+	if from > 0 && from <= b.index {
 		past := b.ordered()
-		if len(past) > 0 && past[0].Index > after+1 {
-			replay = append(replay, &api.Event{Topic: api.TopicAgent, Type: EventEventsLost, Index: after, Time: time.Now().UnixNano(),
-				Payload: api.EventPayload{Message: fmt.Sprintf("events %d to %d are no longer kept", after+1, past[0].Index-1)}})
+		if len(past) > 0 && past[0].Index > from {
+			replay = append(replay, &api.Event{Topic: api.TopicAgent, Type: EventEventsLost, Index: from - 1, Time: time.Now().UnixNano(),
+				Payload: api.EventPayload{Message: fmt.Sprintf("events %d to %d are no longer kept", from, past[0].Index-1)}})
 		}
 		for _, ev := range past {
-			if ev.Index > after {
+			if ev.Index >= from {
 				replay = append(replay, ev)
 			}
 		}
@@ -110,6 +111,13 @@ func (b *Broker) Subscribe(ctx context.Context, after uint64) <-chan *api.Event 
 	b.mu.Unlock()
 	context.AfterFunc(ctx, func() { b.unsubscribe(ch) })
 	return ch
+}
+
+// Index is the index of the latest event published (0: none yet).
+func (b *Broker) Index() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.index
 }
 
 // ordered returns the kept events, oldest first; b.mu is held.

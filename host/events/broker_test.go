@@ -53,8 +53,8 @@ func TestBrokerOrderAndSlowSubscriber(t *testing.T) {
 	}
 }
 
-// TestBrokerResume: a subscriber resumes after an index with the kept
-// events after it, and is told when some are no longer kept.
+// TestBrokerResume: a subscriber resumes from an index with the kept
+// events from it on, and is told when some are no longer kept.
 func TestBrokerResume(t *testing.T) {
 	b := NewBroker()
 	for range 10 {
@@ -62,7 +62,7 @@ func TestBrokerResume(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch := b.Subscribe(ctx, 7)
+	ch := b.Subscribe(ctx, 8)
 	b.Publish(&api.Event{Topic: api.TopicTask})
 	for _, want := range []uint64{8, 9, 10, 11} {
 		if ev := <-ch; ev.Index != want {
@@ -72,13 +72,33 @@ func TestBrokerResume(t *testing.T) {
 	for range historySize {
 		b.Publish(&api.Event{Topic: api.TopicTask})
 	}
-	old := b.Subscribe(ctx, 3)
+	old := b.Subscribe(ctx, 4)
 	first := <-old
 	if first.Type != EventEventsLost || first.Payload.Message == "" {
 		t.Fatalf("resuming past the history: first event %+v, want EventsLost", first)
 	}
 	if next := <-old; next.Index != b.index-historySize+1 {
 		t.Fatalf("after the notice, index %d, want the oldest kept %d", next.Index, b.index-historySize+1)
+	}
+}
+
+// TestBrokerFromTheFirst: from 1 replays every event of a young agent,
+// the first included (`pluginhost events` shows the last ten this way).
+func TestBrokerFromTheFirst(t *testing.T) {
+	b := NewBroker()
+	for range 3 {
+		b.Publish(&api.Event{Topic: api.TopicTask})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := b.Subscribe(ctx, 1)
+	for _, want := range []uint64{1, 2, 3} {
+		if ev := <-ch; ev.Index != want {
+			t.Fatalf("index %d, want %d", ev.Index, want)
+		}
+	}
+	if b.Index() != 3 {
+		t.Fatalf("Index() = %d", b.Index())
 	}
 }
 
