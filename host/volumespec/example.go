@@ -9,11 +9,11 @@ const ExampleHCL = `# A CSI volume for "pluginhost volume create" or "volume reg
 
 # The ID jobs use in a volume block's "source". Letters, digits, '.', '_'
 # and '-', at most 128.
-id = "data"
+id = "myvol"
 
 # The name the plugin creates the volume under (defaults to the id).
 # Creating the same name again returns the existing volume.
-name = "data"
+name = "myvol"
 
 type      = "csi"
 plugin_id = "mockcsi"
@@ -81,8 +81,8 @@ mount_options {
 
 // ExampleJSON is ExampleHCL in JSON, without the comments JSON cannot hold.
 const ExampleJSON = `{
-  "id": "data",
-  "name": "data",
+  "id": "myvol",
+  "name": "myvol",
   "type": "csi",
   "plugin_id": "mockcsi",
   "capacity_min": "1GiB",

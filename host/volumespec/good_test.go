@@ -135,4 +135,24 @@ func TestExampleVolumeFiles(t *testing.T) {
 	if !strings.Contains(string(job), `source          = "data"`) {
 		t.Error("examples/volume-job.hcl does not claim examples/volumes/data.hcl's volume")
 	}
+	// The quick start creates examples/volumes/data.hcl, the README's
+	// volume walkthrough then what `volume init` writes: two volumes, or
+	// the second create failed with "already exists with a different
+	// RequestedCapabilities" (issue 26 §7). The walkthrough names myvol.
+	ex, err := ParseFor([]byte(ExampleHCL), "volume.hcl", OpCreate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if v, err := parseFile(f, OpCreate); err == nil && v.ID == ex.ID {
+			t.Errorf("volume init's example has the ID %q of %s", ex.ID, f)
+		}
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "volume delete "+ex.ID) {
+		t.Errorf("the README's volume walkthrough does not use volume init's ID %q", ex.ID)
+	}
 }
