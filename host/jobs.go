@@ -32,7 +32,7 @@ func (a *Agent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterR
 	if err := jobspec.Validate(job); err != nil {
 		return nil, &apiserver.FieldError{Field: "Job", Err: err}
 	}
-	if !jobs.DatacenterMatches(a.cfg.Datacenter, job.Datacenters) {
+	if !jobspec.DatacenterMatches(a.cfg.Datacenter, job.Datacenters) {
 		return nil, &apiserver.FieldError{Field: "Datacenters", Err: fmt.Errorf(
 			"this agent is in datacenter %q, the job asks for %s", a.cfg.Datacenter, strings.Join(job.Datacenters, ", "))}
 	}
@@ -52,7 +52,15 @@ func (a *Agent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterR
 		return nil, err
 	}
 	return &api.JobRegisterResponse{JobID: job.ID, Version: res.Job.Version, AllocIDs: ids,
-		Warnings: append(jobs.Warnings(job), a.cgroups.Warnings()...)}, nil
+		Warnings: a.warnings(job)}, nil
+}
+
+// warnings are what RunJob tells the submitter: what runs differently
+// from Nomad, what the host lacks, and commands that cannot start here.
+func (a *Agent) warnings(job *jobspec.Job) []string {
+	w := append(jobspec.Warnings(job), a.cgroups.Warnings()...)
+	cmds, _ := jobspec.CheckCommands(job, taskrunner.ResolveCommand)
+	return append(w, cmds...)
 }
 
 // StopJob records that no allocation of the job should run (and, with

@@ -6,8 +6,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/pluginhost/pluginhost/host/cgroup"
-	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
 
 // JobValidateCommand checks a job file locally.
@@ -51,10 +51,12 @@ func (c *JobValidateCommand) Run(args []string) int {
 		return 1
 	}
 	c.Ui.Output(fmt.Sprintf("Job validation successful: job %q (%s), %d group(s)", job.ID, job.Type, len(job.TaskGroups)))
-	for _, w := range append(jobs.Warnings(job), cgroup.Detect(hclog.NewNullLogger(), cgroup.Options{}).Warnings()...) {
+	cmdWarnings, cmdNotes := jobspec.CheckCommands(job, taskrunner.ResolveCommand)
+	warnings := append(jobspec.Warnings(job), cgroup.Detect(hclog.NewNullLogger(), cgroup.Options{}).Warnings()...)
+	for _, w := range append(warnings, cmdWarnings...) {
 		c.Ui.Warn("Warning: " + w)
 	}
-	for _, n := range jobs.Notes(job) {
+	for _, n := range append(jobspec.Notes(job), cmdNotes...) {
 		c.Ui.Output("Note: " + n)
 	}
 	return 0

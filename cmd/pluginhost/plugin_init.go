@@ -83,7 +83,12 @@ Options:
 
 // skeleton is what the templates are filled with.
 type skeleton struct {
-	Name, Module                                           string
+	Name, Module string
+	// Binary is where `make build` puts the plugin: the job names it by
+	// its absolute path, so that no other binary of the same name on the
+	// agent's PATH runs instead (a dev agent's bin/ holds go-plugin's
+	// example greeter).
+	Binary                                                 string
 	BufVersion, ProtocGenGoVersion, ProtocGenGoGRPCVersion string
 	RawDesc                                                string
 }
@@ -109,7 +114,12 @@ func (c *PluginInitCommand) Run(args []string) int {
 	if dir == "" {
 		dir = name
 	}
-	files, err := renderSkeleton(name, module)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error: %v", err))
+		return 1
+	}
+	files, err := renderSkeleton(name, module, filepath.Join(abs, "bin", name))
 	if err != nil {
 		c.Ui.Error(fmt.Sprintf("Error rendering the skeleton: %v", err))
 		return 1
@@ -118,7 +128,7 @@ func (c *PluginInitCommand) Run(args []string) int {
 		c.Ui.Error(fmt.Sprintf("Error writing %s: %v", dir, err))
 		return 1
 	}
-	c.Ui.Output(fmt.Sprintf("Plugin %q written to %s (module %s). Next:\n\n  cd %s\n  go mod tidy\n  go test ./...\n  go install . && pluginhost job run %s.hcl",
+	c.Ui.Output(fmt.Sprintf("Plugin %q written to %s (module %s). Next:\n\n  cd %s\n  go mod tidy\n  go test ./...\n  make build && pluginhost job run %s.hcl",
 		name, dir, module, dir, name))
 	if v := ownVersion(); v == develVersion {
 		// The repository's go.mod requires its api module (a module of
@@ -153,13 +163,13 @@ func depVersion(path, fallback string) string {
 }
 
 // renderSkeleton returns the skeleton's files by relative path.
-func renderSkeleton(name, module string) (map[string][]byte, error) {
+func renderSkeleton(name, module, binary string) (map[string][]byte, error) {
 	raw, err := skeletonRawDesc(name, module)
 	if err != nil {
 		return nil, err
 	}
 	data := skeleton{
-		Name: name, Module: module,
+		Name: name, Module: module, Binary: binary,
 		BufVersion: bufVersion, ProtocGenGoVersion: protocGenGoVersion, ProtocGenGoGRPCVersion: protocGenGoGRPCVersion,
 		RawDesc: raw,
 	}

@@ -91,6 +91,20 @@ func TestPluginInit(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "registers it as plugin greeter/greeter-main") {
 		t.Errorf("job validate of the skeleton's job: %+v", r)
 	}
+	// Before `make build` the job's binary is not there, and validate
+	// says so; after it, the job names exactly that binary (issue 26 §7:
+	// a bare "greeter" ran go-plugin's example from the agent's PATH).
+	bin := filepath.Join(dir, "bin", "greeter")
+	if !strings.Contains(r.stderr, bin) || !strings.Contains(r.stderr, "cannot start on this machine") {
+		t.Errorf("job validate before make build does not say the command is missing: %+v", r)
+	}
+	if out, err := exec.Command("make", "-C", dir, "build").CombinedOutput(); err != nil {
+		t.Fatalf("make build in the skeleton: %v\n%s", err, out)
+	}
+	r = runCLI(t, ctx, "", "job", "validate", filepath.Join(dir, "greeter.hcl"))
+	if r.code != 0 || strings.Contains(r.stderr, "Warning") {
+		t.Errorf("job validate after make build: %+v", r)
+	}
 }
 
 func TestPluginInitRefusesBadNames(t *testing.T) {

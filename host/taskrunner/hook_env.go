@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/nsexec"
 )
@@ -15,6 +16,13 @@ import (
 // own PATH never leaks into tasks (bare command names still fall back to it
 // for resolution, see driver.ResolveCommand).
 const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// ResolveCommand is the program a raw_exec or go_plugin task's command
+// names on this machine, as its launch will find it with the default task
+// PATH (driver.ResolveCommand): for the checks at submission.
+func ResolveCommand(command string) (string, error) {
+	return driver.ResolveCommand(command, []string{"PATH=" + DefaultPath}, "")
+}
 
 // envHook builds the task's environment from nothing: PATH, HOME, the
 // NOMAD_* variables, then the job's env with ${...} interpolated.
