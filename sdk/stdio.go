@@ -24,8 +24,8 @@ func devNull() (*os.File, error) {
 }
 
 // stdioSwap replaces os.Stdout and os.Stderr with non-blocking writers for
-// the lifetime of a plugin-mode Serve, and puts the originals back on
-// restore. It exists because go-plugin's own answer (pipes that are drained
+// the lifetime of a plugin-mode Serve (on Linux; see keepStdio for the
+// rest), and puts the originals back on restore. It exists because go-plugin's own answer (pipes that are drained
 // only while a host streams stdio) blocks a plugin after 64 KiB once the host
 // is gone; here a write to a full or orphaned pipe fails instead.
 type stdioSwap struct {
