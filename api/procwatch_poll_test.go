@@ -80,8 +80,16 @@ func TestPollWatch(t *testing.T) {
 	}
 	waited := make(chan error, 1)
 	go func() { waited <- w.wait(context.Background()) }()
-	for p.asked.Load() < 5 {
-		time.Sleep(interval)
+	// Five questions, all answered "exists": wait must still be waiting.
+	for deadline := time.Now().Add(2 * time.Second); p.asked.Load() < 5; time.Sleep(interval) {
+		select {
+		case err := <-waited:
+			t.Fatalf("wait returned (%v) while the process exists", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("asked %d times in 2 s at an interval of %v", p.asked.Load(), interval)
+		}
 	}
 	select {
 	case err := <-waited:
