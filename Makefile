@@ -10,7 +10,7 @@ PKGS     := ./...
 API      := api
 FUZZTIME ?= 1m
 
-.PHONY: all build run test lint vet fmt-check unit fuzz bench chaos clean generate
+.PHONY: all build run test lint vet fmt-check unit cross portable fuzz bench chaos clean generate
 
 all: build
 
@@ -62,7 +62,7 @@ run: build
 # Exploratory fuzzing is not part of `make test`: a new finding would turn CI
 # red at random. `go test` replays every fuzz target's seed corpus and the
 # saved findings under testdata/fuzz, so a bug once found stays covered.
-test: lint build unit
+test: lint cross build unit portable
 
 lint: fmt-check vet
 
@@ -77,6 +77,36 @@ vet:
 unit: build
 	PLUGINHOST_TEST_BIN_DIR=$(BIN) $(GO) test -race -count=1 -timeout 12m $(PKGS)
 	cd $(API) && $(GO) test -race -count=1 -timeout 5m ./...
+
+# What other programs import (the client module, the sdk, the registry)
+# must build wherever go-plugin runs; the agent itself is Linux-only.
+# `go vet` also type-checks each system's test files and the sdk's test
+# programs, which are not built here: linking four binaries per system
+# would cost more than the rest together.
+CROSS_BUILD   := ./sdk ./sdk/sdkcsi ./sdk/sdktest ./dynamic
+CROSS_VET     := ./sdk/... ./dynamic/...
+CROSS_TARGETS ?= darwin/amd64 darwin/arm64 windows/amd64 linux/arm64
+
+cross:
+	@set -e; for t in $(CROSS_TARGETS); do \
+		echo "cross $$t"; \
+		export GOOS=$${t%/*} GOARCH=$${t#*/}; \
+		$(GO) build $(CROSS_BUILD); \
+		$(GO) vet $(CROSS_VET); \
+		(cd $(API) && $(GO) build ./... && $(GO) vet ./...); \
+	done
+	$(GO) vet -tags portable $(CROSS_VET)
+	cd $(API) && $(GO) vet -tags portable ./...
+
+# The code macOS runs where Linux has something better (the api's process
+# watch by kill(pid, 0) instead of a pidfd, the sdk's stdio kept as it is),
+# selected on Linux by the portable tag and run here: the api's and the
+# sdk's tests, and the reattach follower against a real agent and real
+# go-plugin plugins.
+portable: build
+	cd $(API) && $(GO) test -race -count=1 -tags portable ./...
+	$(GO) test -race -count=1 -tags portable ./sdk/...
+	PLUGINHOST_TEST_BIN_DIR=$(BIN) $(GO) test -race -count=1 -tags portable -run '^TestReattachFollower' ./host/
 
 fuzz:
 	@for target in $$(grep -l '^func Fuzz' $$(git ls-files '*_test.go') 2>/dev/null | xargs -r -n1 dirname | sort -u); do \

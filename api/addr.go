@@ -36,7 +36,8 @@ func (a Addr) String() string {
 }
 
 // ParseAddr parses an API address: "unix:///abs/path.sock", an absolute socket
-// path, or a loopback "host:port" (optionally prefixed "http://"). TCP is
+// path (on Windows "unix://C:\path\api.sock" or "C:\path\api.sock"), or a
+// loopback "host:port" (optionally prefixed "http://"). TCP is
 // refused on anything but loopback because the API speaks plain HTTP: its
 // tokens must not cross a network. On one machine a unix socket's file mode
 // is the access control, and on loopback TCP the tokens are.
@@ -47,7 +48,7 @@ func ParseAddr(s string) (Addr, error) {
 		return Addr{}, fmt.Errorf("address is empty")
 	case strings.HasPrefix(s, "unix://"):
 		return unixAddr(strings.TrimPrefix(s, "unix://"))
-	case strings.HasPrefix(s, "/"):
+	case filepath.IsAbs(s): // "/..."; on Windows also "C:\..."
 		return unixAddr(s)
 	case strings.Contains(s, "://") && !strings.HasPrefix(s, "http://"):
 		return Addr{}, fmt.Errorf("address %q: unsupported scheme (want unix:// or http://)", s)

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
+	"strings"
 )
 
 // DefaultSocketName is the API socket's name in the default directory.
@@ -34,6 +34,9 @@ const rootLoginRuntimeDir = "/run/user/0"
 //     dir (cron, containers); that directory is checked to be theirs
 //     before it is used, since anyone may create it first in /tmp.
 //
+// On Windows it is %LOCALAPPDATA%\pluginhost\api.sock (see
+// windowsDefaultSocketPath).
+//
 // A second agent of the same user fails at start on this address, saying
 // to set addr.
 func DefaultAddr() (string, error) {
@@ -46,7 +49,7 @@ func DefaultAddr() (string, error) {
 
 // DefaultSocketPath is DefaultAddr's socket path.
 func DefaultSocketPath() (string, error) {
-	return defaultSocketPath(os.Getenv, os.Geteuid())
+	return platformDefaultSocketPath()
 }
 
 func defaultSocketPath(getenv func(string) string, euid int) (string, error) {
@@ -66,6 +69,39 @@ func defaultSocketPath(getenv func(string) string, euid int) (string, error) {
 		return "", fmt.Errorf("the default API socket %s is %d bytes, over the %d-byte limit of sun_path (XDG_RUNTIME_DIR is too long): set the agent's addr and %s", p, len(p), maxUnixPath, EnvAddr)
 	}
 	return p, nil
+}
+
+// windowsDefaultSocketPath is the default on Windows:
+// %LOCALAPPDATA%\pluginhost\api.sock, a unix socket (Windows has had
+// AF_UNIX since Windows 10 1803, and Go's net package speaks it). Not a
+// loopback TCP port: a port is one per machine, so every user's client
+// would find the first user's agent and need its token, where a socket in
+// the profile is one per user and, as on Linux, its access rights are the
+// authentication. LOCALAPPDATA rather than APPDATA because a socket must
+// not roam with the profile. The profile is closed to other users (only
+// the user, SYSTEM and Administrators may enter it), so nobody else can
+// have made the directory first, the danger the unix rules check /tmp for.
+//
+// It is written with backslashes whatever the system, so that it can be
+// tested on Linux, and is refused unless LOCALAPPDATA is a drive path (the
+// XDG spec's rule for a relative runtime dir, and AF_UNIX does not reach
+// network shares).
+func windowsDefaultSocketPath(getenv func(string) string) (string, error) {
+	base := getenv("LOCALAPPDATA")
+	if !isWindowsDrivePath(base) {
+		return "", fmt.Errorf("the default API socket is under %%LOCALAPPDATA%%, which is %q, not a drive path: set the agent's addr and %s", base, EnvAddr)
+	}
+	p := strings.TrimRight(strings.ReplaceAll(base, "/", `\`), `\`) + `\pluginhost\` + DefaultSocketName
+	if len(p) > maxUnixPath {
+		return "", fmt.Errorf("the default API socket %s is %d bytes, over the %d-byte limit of sun_path (LOCALAPPDATA is too long): set the agent's addr and %s", p, len(p), maxUnixPath, EnvAddr)
+	}
+	return p, nil
+}
+
+// isWindowsDrivePath: C:\ or C:/ and what follows.
+func isWindowsDrivePath(p string) bool {
+	return len(p) >= 3 && ('A' <= p[0] && p[0] <= 'Z' || 'a' <= p[0] && p[0] <= 'z') &&
+		p[1] == ':' && (p[2] == '\\' || p[2] == '/')
 }
 
 // PrepareDefaultSocketDir creates the default socket's directory, 0700, and
@@ -90,8 +126,8 @@ func PrepareDefaultSocketDir() (string, error) {
 	return p, nil
 }
 
-// checkPrivateDir: dir is a real directory (not a symlink) owned by uid
-// that neither its group nor others may write to.
+// checkPrivateDir: dir is a real directory (not a symlink) that only uid
+// may replace the socket in (checkDirOwner, by system).
 func checkPrivateDir(dir string, uid int) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
@@ -100,15 +136,5 @@ func checkPrivateDir(dir string, uid int) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("default API socket directory %s is not a directory (%s); remove it, or set addr", dir, fi.Mode().Type())
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fmt.Errorf("default API socket directory %s: no owner information", dir)
-	}
-	if int(st.Uid) != uid {
-		return fmt.Errorf("default API socket directory %s belongs to uid %d, not to uid %d: someone else made it; remove it, or set addr", dir, st.Uid, uid)
-	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("default API socket directory %s has mode %04o: others may write to it and replace the socket; chmod go-w it, or set addr", dir, fi.Mode().Perm())
-	}
-	return nil
+	return checkDirOwner(dir, fi, uid)
 }

@@ -1,12 +1,7 @@
 package api
 
 import (
-	"context"
-	"errors"
-	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -47,40 +42,38 @@ func TestDefaultSocketPath(t *testing.T) {
 	}
 }
 
-// TestNoDefaultAgent: with no agent, the error says the socket is not there,
-// which the CLI turns into "Is the agent running?".
-func TestNoDefaultAgent(t *testing.T) {
-	t.Setenv("XDG_RUNTIME_DIR", shortDir(t))
-	c, err := NewClient("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Self(context.Background()); !errors.Is(err, syscall.ENOENT) {
-		t.Errorf("err = %v, want ENOENT", err)
-	}
-}
-
-// TestDefaultDirSearchable: search permission for others (root's
-// /run/pluginhost, which the plugin socket fallback makes 0711) is no
-// reason to refuse; write permission for the group is.
-func TestDefaultDirSearchable(t *testing.T) {
-	t.Setenv("XDG_RUNTIME_DIR", shortDir(t))
-	sock, err := PrepareDefaultSocketDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Dir(sock)
-	if err := os.Chmod(dir, 0o711); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := PrepareDefaultSocketDir(); err != nil {
-		t.Errorf("0711 refused: %v", err)
-	}
-	if err := os.Chmod(dir, 0o770); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := PrepareDefaultSocketDir(); err == nil || !strings.Contains(err.Error(), "mode 0770") {
-		t.Errorf("0770: %v", err)
+// The Windows rules, tested here because they are plain strings: the
+// socket under LOCALAPPDATA, which must be a drive path, within sun_path.
+func TestWindowsDefaultSocketPath(t *testing.T) {
+	for _, tc := range []struct {
+		name, local string
+		want, err   string
+	}{
+		{name: "profile", local: `C:\Users\ann\AppData\Local`, want: `C:\Users\ann\AppData\Local\pluginhost\api.sock`},
+		{name: "trailing separator", local: `D:\Profiles\ann\Local\`, want: `D:\Profiles\ann\Local\pluginhost\api.sock`},
+		{name: "forward slashes", local: `c:/Users/ann/AppData/Local`, want: `c:\Users\ann\AppData\Local\pluginhost\api.sock`},
+		{name: "unset", local: "", err: "not a drive path"},
+		{name: "relative", local: `Users\ann`, err: "not a drive path"},
+		{name: "drive-relative", local: `C:Users`, err: "not a drive path"},
+		{name: "network share", local: `\\server\share\ann`, err: "not a drive path"},
+		{name: "too long", local: `C:\` + strings.Repeat("x", 100), err: "over the 107-byte limit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := windowsDefaultSocketPath(func(k string) string {
+				if k == "LOCALAPPDATA" {
+					return tc.local
+				}
+				return ""
+			})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), EnvAddr) {
+					t.Fatalf("= %q, %v; want an error %q naming %s", got, err, tc.err, EnvAddr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("= %q, %v; want %q", got, err, tc.want)
+			}
+		})
 	}
 }

@@ -28,6 +28,18 @@
 // at the root does not descend into a nested module, which is why the
 // Makefile vets, tests and fuzzes it separately.
 //
+// # Systems
+//
+// The agent runs on Linux; this package builds wherever go-plugin does
+// (`make cross` checks darwin, windows and linux/arm64). What differs by
+// system is behind build tags: how a reattached plugin's process is
+// watched (procwatch.go: a pidfd on Linux, kill(pid, 0) every 250 ms on
+// other unix systems, a process handle on Windows), and the default
+// address and its directory check (on Windows
+// %LOCALAPPDATA%\pluginhost\api.sock, see windowsDefaultSocketPath). The
+// "portable" build tag selects the other unix systems' watch on Linux,
+// so that our tests run it.
+//
 // # Wire types
 //
 // The wire types (types.go, plugin_types.go, volume_types.go and the rest)

@@ -2,18 +2,13 @@ package api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"strconv"
-	"time"
 
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 )
 
@@ -119,10 +114,10 @@ func (r *PluginReattach) ClientConfig(c *Client, base *plugin.ClientConfig) (*pl
 }
 
 // ReattachConfig is go-plugin's ReattachConfig for this record: test mode
-// (see the ReattachConfig function), and a runner that learns of the
-// plugin's exit from a pidfd instead of go-plugin's once-a-second
-// kill(pid, 0) poll (which a consumer that is not the plugin's user cannot
-// make anyway).
+// (see the ReattachConfig function), and a runner of our own that learns of
+// the plugin's exit (see attachProcess) instead of go-plugin's
+// once-a-second kill(pid, 0) poll, which takes a plugin of another user for
+// an exited one.
 func (r *PluginReattach) ReattachConfig() *plugin.ReattachConfig {
 	var addr net.Addr = &net.UnixAddr{Net: "unix", Name: r.Addr}
 	if r.Network == "tcp" {
@@ -139,7 +134,7 @@ func (r *PluginReattach) ReattachConfig() *plugin.ReattachConfig {
 		Pid:             pid,
 		Test:            true,
 		ReattachFunc: func() (runner.AttachedRunner, error) {
-			return attachPidfd(pid)
+			return attachProcess(pid)
 		},
 	}
 }
@@ -161,59 +156,3 @@ func ReattachClientConfig(base *plugin.ClientConfig, rc *plugin.ReattachConfig) 
 	}
 	return &cfg, nil
 }
-
-// pidfdRunner is go-plugin's view of a hosted plugin's process in a
-// consumer. In test mode go-plugin only waits on it (to mark the client
-// exited); it never kills it.
-type pidfdRunner struct {
-	pid int
-	f   *os.File
-}
-
-// attachPidfd opens a pidfd for pid: the instance is alive now, and its
-// exit makes the pidfd readable, which the runtime's poller waits for
-// without holding a thread.
-func attachPidfd(pid int) (*pidfdRunner, error) {
-	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
-	if err != nil {
-		if errors.Is(err, unix.ESRCH) {
-			return nil, fmt.Errorf("reattach: plugin process %d is gone: %w", pid, err)
-		}
-		return nil, fmt.Errorf("reattach: pidfd_open %d: %w", pid, err)
-	}
-	return &pidfdRunner{pid: pid, f: os.NewFile(uintptr(fd), "pidfd")}, nil
-}
-
-// Wait returns once the plugin has exited. go-plugin calls it from a
-// goroutine of its own, once per client, which ends with the instance.
-func (r *pidfdRunner) Wait(ctx context.Context) error {
-	defer r.f.Close()
-	rc, err := r.f.SyscallConn()
-	if err != nil {
-		return fmt.Errorf("pidfd: %w", err)
-	}
-	stop := context.AfterFunc(ctx, func() { _ = r.f.SetReadDeadline(aLongTimeAgo) })
-	defer stop()
-	err = rc.Read(func(fd uintptr) bool {
-		n, perr := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
-		return perr != nil || n > 0
-	})
-	if err != nil && ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return err
-}
-
-// aLongTimeAgo is a deadline in the past: it wakes a blocked read at once.
-var aLongTimeAgo = time.Unix(1, 0)
-
-// Kill is never called in test mode; it refuses rather than signal a
-// plugin other consumers use.
-func (r *pidfdRunner) Kill(context.Context) error {
-	return errors.New("a hosted plugin is stopped by its agent, not by a consumer")
-}
-
-func (r *pidfdRunner) ID() string { return strconv.Itoa(r.pid) }
-
-func (r *pidfdRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
-func (r *pidfdRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }

@@ -14,42 +14,6 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 )
 
-// A process that is gone is refused: the runner could not tell its exit.
-func TestAttachPidfdGone(t *testing.T) {
-	gone := exec.Command("true")
-	if err := gone.Run(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := attachPidfd(gone.Process.Pid); err == nil {
-		t.Fatal("attached to a process that is gone")
-	}
-}
-
-// A pidfd runner's Wait returns when the process exits.
-func TestReattachRunnerSeesExit(t *testing.T) {
-	cmd := exec.Command("sleep", "30")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	r, err := attachPidfd(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waited := make(chan error, 1)
-	go func() { waited <- r.Wait(context.Background()) }()
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	select {
-	case err := <-waited:
-		if err != nil {
-			t.Fatalf("Wait: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Wait did not return after the process exited")
-	}
-}
-
 func TestReattachClientConfig(t *testing.T) {
 	v2 := plugin.PluginSet{"kv": nil}
 	v3 := plugin.PluginSet{"kv3": nil}

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -248,17 +247,6 @@ type sliceStore []*PluginInfo
 func (s sliceStore) PutPlugins(...*PluginInfo) error           { return nil }
 func (s sliceStore) DeletePlugin(string, string, string) error { return nil }
 func (s sliceStore) Plugins() ([]*PluginInfo, error)           { return s, nil }
-
-// cpuTime is the process's user+system CPU time. Wall-clock ns/op on a
-// shared two-core machine mostly measures the neighbours; CPU time per op
-// shows what the code itself costs.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatalf("getrusage: %v", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // reportCPU reports the CPU time used since start, per op.
 func reportCPU(b *testing.B, start time.Duration, ops int) {

@@ -93,6 +93,16 @@
 //     writes it to stderr best-effort, so the file has everything even while
 //     no host is reading stderr.
 //
+// The non-blocking writers need Linux (a pipe reopened through /proc gets a
+// file description of its own). On macOS and Windows stdio stays as it is:
+// a write to an orphaned pipe still fails at once (EPIPE, with SIGPIPE
+// ignored on macOS; Windows has no SIGPIPE), but one to a full pipe whose
+// reader lives and does not read waits, as under go-plugin's own Serve.
+// Windows has no sessions either: a plugin under a host there ignores
+// Ctrl-C and stops on SIGTERM (the console's close, logoff and shutdown
+// events) or the host's shutdown. Building the sdk with the "portable" tag
+// selects the macOS and Windows stdio on Linux, for tests.
+//
 // Consequence for the host: go-plugin's GRPCStdio stream (ClientConfig
 // SyncStdout/SyncStderr) carries nothing from an sdk plugin. Its output is on
 // the process's real stdout and stderr, which pluginhost hands to the task's

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -23,14 +24,17 @@ func EndpointFlag(fs *flag.FlagSet) *string {
 
 // ParseEndpoint turns a CSI endpoint into a unix socket path. It accepts
 // "unix:///abs/path.sock" (the CSI convention), "unix:/abs/path.sock",
-// "unix://rel/path.sock" and a bare path.
+// "unix://rel/path.sock" and a bare path (on Windows also
+// "unix://C:\path\csi.sock" and "C:\path\csi.sock").
 func ParseEndpoint(endpoint string) (string, error) {
 	ep := strings.TrimSpace(endpoint)
 	if ep == "" {
 		return "", fmt.Errorf("sdk: empty CSI endpoint: pass --endpoint or set %s", EnvCSIEndpoint)
 	}
 	path := ep
-	if scheme, rest, ok := strings.Cut(ep, ":"); ok && !strings.Contains(scheme, "/") {
+	// filepath.IsAbs first: on Windows "C:\csi.sock" is a path, not
+	// scheme "C".
+	if scheme, rest, ok := strings.Cut(ep, ":"); ok && !strings.Contains(scheme, "/") && !filepath.IsAbs(ep) {
 		if scheme != "unix" {
 			return "", fmt.Errorf("sdk: CSI endpoint %q: only unix sockets are supported", endpoint)
 		}

@@ -39,7 +39,7 @@ func NewLogger(name string) hclog.Logger {
 			sinks.ws = append(sinks.ws, f)
 		}
 	}
-	if nb, _, err := nonBlockingStdio(os.Stderr); err != nil {
+	if nb, _, err := stdioWriter(os.Stderr); err != nil {
 		if nb != nil {
 			problems = append(problems, fmt.Sprintf("stderr stays blocking: %v", err))
 			sinks.ws = append(sinks.ws, nb)

@@ -5,8 +5,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // LaunchedByHost reports whether go-plugin's handshake cookie is in the
@@ -31,8 +29,13 @@ func LaunchedByHost() bool {
 // Serve also ignores SIGPIPE for the whole process: after its host dies a
 // plugin's stdio is a broken pipe, and Go's default is to die on the first
 // write to one.
+//
+// On Windows there is neither a session nor SIGPIPE: a plugin under a host
+// ignores Ctrl-C, as go-plugin's own Serve does, and stops on SIGTERM (which
+// Go delivers for the console's close, logoff and shutdown events) or the
+// host's shutdown; a write to a broken pipe fails with an error there.
 func Serve(cfg Config) error {
-	signal.Ignore(syscall.SIGPIPE)
+	ignoreBrokenPipe()
 	sigs := []os.Signal{syscall.SIGTERM}
 	if LaunchedByHost() && !sessionLeader() {
 		signal.Ignore(syscall.SIGINT)
@@ -88,11 +91,4 @@ func Main(cfg Config) {
 	}
 	logger.Error("plugin failed", "error", err)
 	os.Exit(ExitError)
-}
-
-// sessionLeader reports whether this process leads its own session, so that
-// no terminal's Ctrl-C aimed at someone else can reach it.
-func sessionLeader() bool {
-	sid, err := unix.Getsid(0)
-	return err == nil && sid == os.Getpid()
 }

@@ -1,58 +1,18 @@
 package sdk
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"syscall"
 )
 
-// nonBlockingStdio returns a writer for the same pipe as f whose writes never
-// wait: when the pipe is full, or its reader is gone, a write fails at once
-// with EAGAIN or EPIPE instead of blocking the caller. A plugin's stdout and
-// stderr are pipes to a host that may be dead, restarting, or simply not
-// reading, and a plugin that blocks on a log line stops answering CSI calls.
-//
-// The trick needs a file description of its own, so that setting O_NONBLOCK
-// does not leak into f (which a shell or sibling process may share): Linux
-// gives one when a pipe is reopened through /proc/self/fd. The *os.File is
-// created while the descriptor is blocking, so the runtime does not put it in
-// its poller (which would park the writer instead of failing), and only then
-// switched to non-blocking.
-//
-// Anything but a pipe (a terminal, a regular file, /dev/null) is returned as
-// is: those do not fill up. ok reports whether f was replaced.
-func nonBlockingStdio(f *os.File) (nb *os.File, ok bool, err error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return f, false, fmt.Errorf("stat %s: %w", f.Name(), err)
-	}
-	if fi.Mode()&os.ModeNamedPipe == 0 {
-		return f, false, nil
-	}
-	path := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
-	// O_NONBLOCK on open: a named FIFO with no reader fails with ENXIO
-	// instead of blocking the open forever. (Anonymous pipes never block
-	// on open; their lost reader shows up as EPIPE on write.)
-	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		if errors.Is(err, syscall.ENXIO) {
-			return nil, false, fmt.Errorf("reopen %s: reader is gone: %w", f.Name(), err)
-		}
-		return f, false, fmt.Errorf("reopen %s: %w", f.Name(), err)
-	}
-	if err := syscall.SetNonblock(fd, false); err != nil {
-		_ = syscall.Close(fd)
-		return f, false, fmt.Errorf("reopen %s: %w", f.Name(), err)
-	}
-	nb = os.NewFile(uintptr(fd), f.Name())
-	if err := syscall.SetNonblock(fd, true); err != nil {
-		_ = nb.Close()
-		return f, false, fmt.Errorf("reopen %s: %w", f.Name(), err)
-	}
-	return nb, true, nil
-}
+// keepStdio leaves f as it is: where a pipe cannot be given a file
+// description of its own (nonBlockingStdio needs Linux's /proc), setting
+// O_NONBLOCK on the shared one would reach the shell or sibling that shares
+// it. A write then blocks while the pipe is full and its reader alive, as
+// under go-plugin's own Serve, and fails at once with EPIPE when the reader
+// is gone (Serve ignores SIGPIPE), so a plugin outlives its host all the
+// same; only a host that lives on without reading can stall it.
+func keepStdio(f *os.File) (*os.File, bool, error) { return f, false, nil }
 
 // devNull is where output goes once its reader is known to be gone.
 func devNull() (*os.File, error) {
@@ -64,8 +24,8 @@ func devNull() (*os.File, error) {
 }
 
 // stdioSwap replaces os.Stdout and os.Stderr with non-blocking writers for
-// the lifetime of a plugin-mode Serve, and puts the originals back on
-// restore. It exists because go-plugin's own answer (pipes that are drained
+// the lifetime of a plugin-mode Serve (on Linux; see keepStdio for the
+// rest), and puts the originals back on restore. It exists because go-plugin's own answer (pipes that are drained
 // only while a host streams stdio) blocks a plugin after 64 KiB once the host
 // is gone; here a write to a full or orphaned pipe fails instead.
 type stdioSwap struct {
@@ -90,7 +50,7 @@ func swapStdio() (*stdioSwap, error) {
 }
 
 func (s *stdioSwap) replacement(f *os.File) (*os.File, error) {
-	nb, ok, err := nonBlockingStdio(f)
+	nb, ok, err := stdioWriter(f)
 	switch {
 	case err != nil && nb == nil:
 		// The reader is already gone: nothing written can reach anyone.

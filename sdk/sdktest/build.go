@@ -9,8 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
-	"syscall"
 	"testing"
 )
 
@@ -76,12 +76,16 @@ func build(wd, pkg string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 {
-		return "", fmt.Errorf("%s is not a directory of uid %d that only it may write to (%v); remove it", dir, os.Geteuid(), fi.Mode())
+	if err := checkPrivateDir(dir, fi); err != nil {
+		return "", err
 	}
 	name := filepath.Base(filepath.Clean(pkg))
 	if name == "." || name == "/" {
 		name = filepath.Base(wd)
+	}
+	// exec finds a program on Windows only by its extension.
+	if runtime.GOOS == "windows" {
+		name += ".exe"
 	}
 	final := filepath.Join(dir, name)
 	tmp, err := os.CreateTemp(dir, name+".build-")

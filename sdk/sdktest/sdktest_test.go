@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -117,16 +116,6 @@ func (f *fakeTB) run(body func(tb testing.TB)) {
 	for i := len(f.cleanups) - 1; i >= 0; i-- {
 		f.cleanups[i]()
 	}
-}
-
-func processGone(pid int) bool {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return true
-	}
-	defer unix.Close(fd)
-	n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
-	return err == nil && n == 1
 }
 
 func TestCleanupAfterFailingTest(t *testing.T) {

@@ -30,7 +30,7 @@ func Build() (*Bins, error) {
 	}
 	_, file, _, _ := runtime.Caller(0)
 	internalDir := filepath.Join(filepath.Dir(file), "..")
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
+	cmd := exec.Command("go", "build", "-tags="+buildTags, "-o", dir+string(filepath.Separator),
 		"./testplugin", "./bareplugin", "./testhost", "./minplugin")
 	cmd.Dir = internalDir
 	if out, err := cmd.CombinedOutput(); err != nil {

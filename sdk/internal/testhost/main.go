@@ -32,7 +32,7 @@ func main() {
 	cmd := exec.Command(os.Args[1])
 	cmd.Env = append(os.Environ(), sdk.EnvLogFile+"="+os.Args[3], sdk.EnvLogLevel+"=debug",
 		plugin.EnvUnixSocketDir+"="+os.Args[2])
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = ownSession()
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake(),
 		VersionedPlugins: sdk.HostPlugins(),
