@@ -85,6 +85,7 @@ func (f *fakeAgent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegis
 		return resp, nil
 	}
 	crash := strings.HasPrefix(job.ID, "crash")
+	oom := strings.HasPrefix(job.ID, "oom")
 	f.jobs[job.ID] = &api.Job{ID: job.ID, Name: job.Name, Type: job.Type, Status: api.JobStatusRunning,
 		SubmitTime: t0.UnixNano()}
 	for _, tg := range job.TaskGroups {
@@ -119,7 +120,36 @@ func (f *fakeAgent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegis
 			f.allocEventLocked(a)
 		}
 	}
+	if oom {
+		// Killed a moment later: once job run has seen every allocation
+		// running (Job below).
+		return resp, nil
+	}
+	// The agent's judgement of the roll-out (package jobs), on the Job topic.
+	u := &api.JobUpdate{Version: 0, Status: "successful", Description: "all allocations healthy"}
+	if crash {
+		u = &api.JobUpdate{Version: 0, Status: "failed", Description: "allocation failed"}
+	}
+	f.jobs[job.ID].Update = u
+	f.publishLocked(&api.Event{Topic: api.TopicJob, Type: "JobUpdated", Key: job.ID, Payload: api.EventPayload{JobID: job.ID}})
 	return resp, nil
+}
+
+// oomLocked kills an "oom" job's tasks, as the kernel would a moment after
+// they started, and fails its roll-out.
+func (f *fakeAgent) oomLocked(id string) {
+	for _, a := range f.allocs {
+		if a.JobID != id || a.ClientStatus != api.AllocClientStatusRunning {
+			continue
+		}
+		for _, t := range a.Tasks {
+			a.TaskStates[t].State, a.TaskStates[t].Failed = api.TaskStateDead, true
+			f.taskEventLocked(a, t, &api.TaskEvent{Type: api.TaskTerminated, ExitCode: 137, DisplayMessage: "OOM Killed"})
+		}
+		a.ClientStatus = api.AllocClientStatusFailed
+		f.allocEventLocked(a)
+	}
+	f.publishLocked(&api.Event{Topic: api.TopicJob, Type: "JobUpdated", Key: id, Payload: api.EventPayload{JobID: id}})
 }
 
 func (f *fakeAgent) StopJob(ctx context.Context, id string, purge bool) error {
@@ -150,6 +180,12 @@ func (f *fakeAgent) Job(ctx context.Context, id string) (*api.Job, error) {
 		return nil, api.ErrNotFound
 	}
 	out := *j
+	if strings.HasPrefix(id, "oom") && j.Update == nil {
+		// The first look after the submission: the tasks die now, the
+		// verdict follows on the stream.
+		f.oomLocked(id)
+		j.Update = &api.JobUpdate{Version: 0, Status: "failed", Description: "allocation failed"}
+	}
 	out.JobSummary = &api.JobSummary{JobID: id, Summary: map[string]api.TaskGroupSummary{}}
 	for _, a := range f.allocs {
 		if a.JobID != id {

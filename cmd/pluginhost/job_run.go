@@ -26,11 +26,15 @@ Usage: pluginhost job run [-detach] FILE
 
   Submit a job file to the agent, which parses it (errors point at
   file:line:col) and starts its allocations. Then follow the job on the
-  agent's event stream until every allocation is running or has failed,
-  printing task events as they happen, like 'nomad job run'. It does not
-  wait for a batch job to finish: follow it with 'job status' or 'events'.
-  Exit code 0 means every allocation is running (or already complete); 2
-  means an allocation failed.
+  agent's event stream, printing task events as they happen, until the
+  agent has judged the new version, as 'nomad job run' follows a
+  deployment: healthy once every task has run for its group's
+  min_healthy_time (1s without an update block) and every plugin is
+  registered and probed healthy, failed when an allocation fails or misses
+  healthy_deadline. A batch task that dies a moment after it started
+  fails the run; one that runs on is not waited for: follow it with 'job
+  status' or 'events'. Exit code 0 means the version is healthy (or
+  already complete); 2 means it failed.
 
 Options:
 
@@ -154,30 +158,23 @@ func (c *JobRunCommand) monitor(client *api.Client, stream *api.EventStream, res
 	if code := c.summary(m); code != 0 {
 		return code
 	}
-	return c.followPlugins(client, stream, resp)
+	return c.followRollout(client, stream, resp)
 }
 
-// followPlugins waits, for a job with CSI plugin tasks, until the agent has
-// judged the new version's roll-out (every plugin registered and healthy,
-// or the update failed), like `nomad job run` monitoring a deployment:
-// running is not enough for a plugin, which may never answer its probes.
-// Exit code 2 when the update failed.
-func (c *JobRunCommand) followPlugins(client *api.Client, stream *api.EventStream, resp *api.JobRegisterResponse) int {
+// followRollout waits until the agent has judged the new version's
+// roll-out (every task running for min_healthy_time, every plugin
+// registered and healthy, or the update failed), like `nomad job run`
+// monitoring a deployment: running is not enough, for a plugin that may
+// never answer its probes nor for a task the kernel kills a moment after
+// it started (a batch job OOM-killed 0.2 s in exited 0 here). Exit code 2
+// when the update failed.
+func (c *JobRunCommand) followRollout(client *api.Client, stream *api.EventStream, resp *api.JobRegisterResponse) int {
 	ctx := c.Ctx
 	job, err := client.Job(ctx, resp.JobID)
 	if err != nil {
 		return c.fail("reading the job", err)
 	}
-	plugins := false
-	for _, g := range job.TaskGroups {
-		for _, t := range g.Tasks {
-			plugins = plugins || t.CSIPluginID != ""
-		}
-	}
-	if !plugins {
-		return 0
-	}
-	c.Ui.Output(fmt.Sprintf("==> %s: Waiting for version %d's CSI plugins to become healthy", formatTime(c.now()), resp.Version))
+	announced := false
 	for {
 		if u := job.Update; u != nil && u.Version == resp.Version {
 			if u.Status == "failed" {
@@ -191,6 +188,10 @@ func (c *JobRunCommand) followPlugins(client *api.Client, stream *api.EventStrea
 			c.Ui.Output(fmt.Sprintf("==> Job %q has a newer version (%d) than the one submitted", resp.JobID, job.Version))
 			return 0
 		}
+		if !announced {
+			c.Ui.Output(fmt.Sprintf("==> %s: Waiting for version %d to become healthy", formatTime(c.now()), resp.Version))
+			announced = true
+		}
 		ev, err := stream.Next(ctx)
 		switch {
 		case errors.Is(err, context.Canceled) || (err != nil && ctx.Err() != nil):
@@ -199,7 +200,7 @@ func (c *JobRunCommand) followPlugins(client *api.Client, stream *api.EventStrea
 		case err != nil:
 			return c.fail("following job", err)
 		}
-		if ev.Topic == api.TopicTask && ev.Payload.TaskEvent != nil && strings.HasPrefix(ev.Payload.TaskEvent.Type, "Plugin ") {
+		if ev.Topic == api.TopicTask && ev.Payload.TaskEvent != nil && slices.Contains(resp.AllocIDs, ev.Payload.AllocID) {
 			c.Ui.Output(fmt.Sprintf("    %s: Task %q (alloc %q): %s: %s", formatUnixNano(ev.Time), ev.Payload.TaskName,
 				c.shortID(ev.Payload.AllocID), ev.Payload.TaskEvent.Type, ev.Payload.TaskEvent.DisplayMessage))
 		}

@@ -243,3 +243,27 @@ func TestJobRunUnchanged(t *testing.T) {
 		t.Errorf("second run: %+v", r)
 	}
 }
+
+// Issue 26 §7: a batch job whose task was OOM-killed a moment after it
+// started made job run exit 0 ("allocations 1 running"). job run now waits
+// for the agent's verdict on the version, and exits 2 with it.
+func TestJobRunWaitsForTheVerdict(t *testing.T) {
+	_, addr := startAgent(t)
+	ctx := testCtx(t)
+	src, err := os.ReadFile(exampleJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "oom.hcl")
+	if err := os.WriteFile(path, []byte(strings.Replace(string(src), `job "sleep"`, `job "oomy"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, ctx, addr, "job", "run", path)
+	if r.code != 2 || !strings.Contains(r.stdout+r.stderr, "OOM Killed") || !strings.Contains(r.stderr, `version 0 failed`) {
+		t.Errorf("job run of a job killed after it started: %+v", r)
+	}
+	r = runCLI(t, ctx, addr, "job", "run", exampleJob)
+	if r.code != 0 || !strings.Contains(r.stdout, "version 0 is healthy") {
+		t.Errorf("job run of a healthy job: %+v", r)
+	}
+}
