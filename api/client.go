@@ -153,7 +153,8 @@ func (e *StatusError) Error() string {
 
 // Is makes errors.Is(err, ErrNotFound) work on the client side too.
 func (e *StatusError) Is(target error) bool {
-	return target == ErrNotFound && e.StatusCode == http.StatusNotFound
+	return target == ErrNotFound && e.StatusCode == http.StatusNotFound ||
+		target == ErrUnavailable && e.StatusCode == http.StatusServiceUnavailable
 }
 
 // Jobs lists the jobs.

@@ -6,6 +6,11 @@ import "errors"
 // allocation, task or plugin; the server answers 404.
 var ErrNotFound = errors.New("not found")
 
+// ErrUnavailable is wrapped by the server's errors about something that
+// exists but cannot be had this moment, such as a plugin whose instance is
+// restarting; the server answers 503, and asking again later is right.
+var ErrUnavailable = errors.New("temporarily unavailable")
+
 // ErrorResponse is the JSON body of every non-2xx answer.
 type ErrorResponse struct {
 	Error string `json:"error"`

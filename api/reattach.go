@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -77,12 +78,50 @@ func (c *Client) PluginReattach(ctx context.Context, pluginType, name string) (*
 //
 // Calling ClientProtocol.Close yourself still sends the shutdown request,
 // and go-plugin's gRPC server stops at once: don't.
+//
+// While the plugin's instance is restarting (the agent answers 503: an
+// allocation declares it, none is active) it waits, for as long as ctx
+// allows, for the next one to become active.
 func ReattachConfig(ctx context.Context, c *Client, pluginType, name string) (*plugin.ReattachConfig, error) {
-	r, err := c.PluginReattach(ctx, pluginType, name)
+	r, err := c.activeReattach(ctx, pluginType, name)
 	if err != nil {
 		return nil, err
 	}
 	return r.ReattachConfig(), nil
+}
+
+// activeReattach is PluginReattach that waits out a restarting instance:
+// on ErrUnavailable it follows the Plugin topic and asks again whenever
+// the plugin's active instance changes. A plugin nobody declares is not
+// waited for (ErrNotFound).
+func (c *Client) activeReattach(ctx context.Context, pluginType, name string) (*PluginReattach, error) {
+	r, err := c.PluginReattach(ctx, pluginType, name)
+	if !errors.Is(err, ErrUnavailable) {
+		return r, err
+	}
+	stream, serr := c.Events(ctx, TopicPlugin)
+	if serr != nil {
+		return nil, err
+	}
+	defer stream.Close()
+	key := pluginType + "/" + name
+	for {
+		// Asked again once subscribed: the instance may have become
+		// active in between.
+		r, err = c.PluginReattach(ctx, pluginType, name)
+		if !errors.Is(err, ErrUnavailable) {
+			return r, err
+		}
+		for {
+			ev, nerr := stream.Next(ctx)
+			if nerr != nil {
+				return nil, fmt.Errorf("%w; waiting for the next instance: %w", err, nerr)
+			}
+			if ev.Type == EventPluginActive && ev.Key == key {
+				break
+			}
+		}
+	}
 }
 
 // HostedClientConfig is ReattachConfig and ReattachClientConfig in one step,
@@ -93,7 +132,7 @@ func ReattachConfig(ctx context.Context, c *Client, pluginType, name string) (*p
 // stream in its life; see broker_lease.go). Use it, or a ReattachFollower,
 // in host programs whose plugins call back through the broker.
 func HostedClientConfig(ctx context.Context, c *Client, pluginType, name string, base *plugin.ClientConfig) (*plugin.ClientConfig, error) {
-	r, err := c.PluginReattach(ctx, pluginType, name)
+	r, err := c.activeReattach(ctx, pluginType, name)
 	if err != nil {
 		return nil, err
 	}

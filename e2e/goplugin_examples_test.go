@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -379,5 +380,41 @@ func TestGoPluginBidirectionalExample(t *testing.T) {
 	restarted(3, 5)
 	if got := counter("get", "n"); got != "6" {
 		t.Fatalf("counter get n = %q, want 6", got)
+	}
+}
+
+// Issue 26 §7: counter put back to back. Each put ends its broker lease,
+// and the agent restarts the plugin; a put made meanwhile failed with "no
+// active instance: not found (HTTP 404)" (3 of 5). The agent now answers
+// 503 while the declared plugin restarts, and never hands out the launch
+// whose broker was closed; the client waits for the next instance. Five
+// puts in a row all succeed and all count.
+func TestCounterPutsBackToBack(t *testing.T) {
+	e := newEnv(t, "")
+	a := e.start()
+	ids := a.runJob("gp-b2b", exampleJobFile(t, "bidirectional.hcl", "counter-go-grpc"))
+	a.waitAlloc(ids[0], "plugin healthy", and(running("plugin"), hasEvents("plugin", api.TaskPluginHealthy, 1)))
+	consumer := testbin.MustPath(t, "counter")
+	counter := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, consumer, args...)
+		cmd.Env = append(os.Environ(), "PLUGINHOST_ADDR="+e.addr())
+		var stderr strings.Builder
+		cmd.Stderr = &stderr // go-plugin's client logs there
+		out, err := cmd.Output()
+		if err != nil {
+			return stderr.String(), err
+		}
+		return strings.TrimSpace(string(out)), err
+	}
+	key := "b2b" + strconv.Itoa(os.Getpid())
+	for i := range 5 {
+		if out, err := counter("put", key, "1"); err != nil {
+			t.Fatalf("put %d: %v\n%s", i+1, err, out)
+		}
+	}
+	if got, err := counter("get", key); err != nil || got != "5" {
+		t.Fatalf("counter get = %q (%v), want 5", got, err)
 	}
 }

@@ -89,6 +89,10 @@ type Agent struct {
 	// runCtx is Run's context: goroutines started on behalf of requests
 	// (a consumer's broker lease) end with it. Guarded by mu.
 	runCtx context.Context
+	// brokerClosed are the launches whose go-plugin broker
+	// a consumer's lease closed: restarting, so not handed to a new
+	// consumer, whose callbacks would fail. Guarded by mu.
+	brokerClosed map[launchKey]bool
 
 	// follower follows the registry's events of every plugin type.
 	follower *events.RegistryFollower

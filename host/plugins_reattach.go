@@ -17,12 +17,35 @@ import (
 // supervision registered with each (the task's handle at launch or
 // re-adoption). The registry is the truth about which instance is active,
 // so the answer and the PluginActiveInstance events agree.
+//
+// A plugin that an allocation declares but whose instance is (re)starting,
+// or whose active instance's broker a consumer's lease just closed, is
+// unavailable (503), not unknown (404): the client waits for the next
+// instance (api.HostedClientConfig). Before, a `counter put` made during
+// the broker restart failed with "no active instance: not found".
 func (a *Agent) PluginReattach(_ context.Context, pluginType, name string) (*api.PluginReattach, error) {
 	active, standby := a.registry.ActiveAndStandby(pluginType, name)
+	if active != nil && a.isBrokerClosed(launchKey{pluginType, name, active.AllocID, active.Options[csiplugin.OptionGoPluginPid]}) {
+		return nil, fmt.Errorf("the active instance (allocation %s) is restarting: a consumer closed its go-plugin broker: %w", active.AllocID, api.ErrUnavailable)
+	}
 	if active == nil {
+		if len(declaredGeneric(a.jobs)[genericKey(pluginType, name)]) > 0 {
+			return nil, fmt.Errorf("no active instance yet: an allocation declares the plugin and is starting it: %w", api.ErrUnavailable)
+		}
 		return nil, fmt.Errorf("no active instance: %w", api.ErrNotFound)
 	}
 	return apiconv.PluginReattachWithStandby(pluginType, name, active, standby)
+}
+
+// launchKey names one launch of a plugin.
+type launchKey struct{ typ, name, allocID, pid string }
+
+// isBrokerClosed reports whether the launch had its broker closed by a
+// consumer's lease.
+func (a *Agent) isBrokerClosed(k launchKey) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.brokerClosed[k]
 }
 
 // HoldBroker implements apiserver.BrokerBackend. A consumer holds the lease while
@@ -60,6 +83,20 @@ func (a *Agent) HoldBroker(ctx context.Context, pluginType, name, allocID string
 			continue
 		}
 		if tr := ar.Task(d.task); tr != nil {
+			// Before the restart: from now on no consumer gets this
+			// launch. Its key names a pid, which the next launch has
+			// not, and the map is emptied of dead launches here.
+			a.mu.Lock()
+			if a.brokerClosed == nil {
+				a.brokerClosed = map[launchKey]bool{}
+			}
+			for k := range a.brokerClosed {
+				if p, _ := strconv.Atoi(k.pid); !isLaunch(a.registry, k.typ, k.name, k.allocID, p) {
+					delete(a.brokerClosed, k)
+				}
+			}
+			a.brokerClosed[launchKey{pluginType, name, allocID, strconv.Itoa(pid)}] = true
+			a.mu.Unlock()
 			a.logger.Info("restarting plugin: a consumer's go-plugin broker stream ended",
 				"plugin", pluginType+"/"+name, "alloc_id", allocID, "pid", pid)
 			tr.RestartNow(fmt.Sprintf("plugin %s/%s: go-plugin's GRPCBroker was closed when a consumer that used it went away "+

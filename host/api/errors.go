@@ -41,6 +41,8 @@ func writeError(w http.ResponseWriter, r *http.Request, log hclog.Logger, err er
 		resp.Error = fmt.Sprintf("request body is over the %d-byte limit", mbe.Limit)
 	case errors.Is(err, api.ErrNotFound):
 		status = http.StatusNotFound
+	case errors.Is(err, api.ErrUnavailable):
+		status = http.StatusServiceUnavailable
 	case fe != nil:
 		status = http.StatusBadRequest
 	case errors.As(err, &ae):
