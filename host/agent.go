@@ -240,16 +240,17 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	factory.runners = &taskrunner.Config{
-		IDs:           ids,
-		UserAllowed:   userAllowed(cfg),
-		Cgroups:       a.cgroups,
-		PidsLimit:     cfg.Containment.PidsLimit,
-		DataDir:       cfg.DataDir,
-		SocketRoot:    cfg.Plugin.SocketDir,
-		Store:         a.db,
-		Drivers:       drivers,
-		LogmonCommand: opts.LogmonCommand,
-		NsexecCommand: opts.NsexecCommand,
+		IDs:            ids,
+		UserAllowed:    userAllowed(cfg),
+		Cgroups:        a.cgroups,
+		PidsLimit:      cfg.Containment.PidsLimit,
+		MaxKillTimeout: cfg.MaxKillTimeout,
+		DataDir:        cfg.DataDir,
+		SocketRoot:     cfg.Plugin.SocketDir,
+		Store:          a.db,
+		Drivers:        drivers,
+		LogmonCommand:  opts.LogmonCommand,
+		NsexecCommand:  opts.NsexecCommand,
 		AllocHooks: func(req *taskrunner.AllocHookRequest) []taskrunner.AllocHook {
 			if len(req.Group.Volumes) == 0 {
 				return nil

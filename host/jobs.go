@@ -60,7 +60,15 @@ func (a *Agent) RunJob(ctx context.Context, job *jobspec.Job) (*api.JobRegisterR
 func (a *Agent) warnings(job *jobspec.Job) []string {
 	w := append(jobspec.Warnings(job), a.cgroups.Warnings()...)
 	cmds, _ := jobspec.CheckCommands(job, taskrunner.ResolveCommand)
-	return append(w, cmds...)
+	w = append(w, cmds...)
+	for _, g := range job.TaskGroups {
+		for _, t := range g.Tasks {
+			if max := a.cfg.MaxKillTimeout; max > 0 && t.KillTimeout > max {
+				w = append(w, fmt.Sprintf("group %q task %q: kill_timeout %s is capped at the agent's max_kill_timeout %s", g.Name, t.Name, t.KillTimeout, max))
+			}
+		}
+	}
+	return w
 }
 
 // StopJob records that no allocation of the job should run (and, with

@@ -20,6 +20,8 @@ const (
 	// DefaultVolumeMountTimeout: a plugin restarting within its own
 	// health_timeout (30s) still makes it.
 	DefaultVolumeMountTimeout = 2 * time.Minute
+	// DefaultMaxKillTimeout is Nomad's client max_kill_timeout default.
+	DefaultMaxKillTimeout = 30 * time.Second
 )
 
 // Unix socket path budget. Linux's sun_path holds 108 bytes including the
@@ -69,6 +71,10 @@ type Config struct {
 	// Containment holds chroot_env, denied_host_uids, denied_host_gids,
 	// cgroup_parent and pids_limit (containment.go).
 	Containment ContainmentConfig
+	// MaxKillTimeout is max_kill_timeout, Nomad's client key: a task's
+	// kill_timeout is capped at it, so that a job that asks for 87600h
+	// can still be stopped.
+	MaxKillTimeout time.Duration
 
 	// DevMode is set by Dev: no config file, throwaway data dir.
 	DevMode bool
@@ -163,7 +169,8 @@ func Dev() *Config {
 			Interval: DefaultGCInterval, MaxAllocs: DefaultGCMaxAllocs,
 			DiskUsageThreshold: DefaultGCDiskUsageThreshold, InodeUsageThreshold: DefaultGCInodeUsageThreshold,
 		},
-		Containment: defaultContainment(),
+		Containment:    defaultContainment(),
+		MaxKillTimeout: DefaultMaxKillTimeout,
 		// Nomad's -dev turns enable_debug on too.
 		EnableDebug: true,
 		DevMode:     true,

@@ -27,16 +27,17 @@ func TestExampleConfigParses(t *testing.T) {
 	}
 	repo, _ := filepath.Abs("../..")
 	want := &Config{
-		DataDir:     "/var/lib/pluginhost",
-		LogLevel:    "info",
-		NodeName:    "node-1",
-		Datacenter:  "dc1",
-		Jobs:        []string{filepath.Join(repo, "examples", "demo.hcl")},
-		CSI:         CSIConfig{FingerprintInterval: 30 * time.Second, ProbeTimeout: 5 * time.Second, VolumeMountTimeout: 2 * time.Minute},
-		Plugin:      PluginConfig{SocketDir: "/run/pluginhost"},
-		GC:          GCConfig{Interval: time.Minute, MaxAllocs: 50, DiskUsageThreshold: 80, InodeUsageThreshold: 70},
-		Containment: withCgroupParent(defaultContainment(), "/pluginhost/node-1"),
-		SourcePath:  filepath.Join(repo, "config.hcl.example"),
+		DataDir:        "/var/lib/pluginhost",
+		LogLevel:       "info",
+		NodeName:       "node-1",
+		Datacenter:     "dc1",
+		Jobs:           []string{filepath.Join(repo, "examples", "demo.hcl")},
+		CSI:            CSIConfig{FingerprintInterval: 30 * time.Second, ProbeTimeout: 5 * time.Second, VolumeMountTimeout: 2 * time.Minute},
+		Plugin:         PluginConfig{SocketDir: "/run/pluginhost"},
+		GC:             GCConfig{Interval: time.Minute, MaxAllocs: 50, DiskUsageThreshold: 80, InodeUsageThreshold: 70},
+		Containment:    withCgroupParent(defaultContainment(), "/pluginhost/node-1"),
+		MaxKillTimeout: 30 * time.Second,
+		SourcePath:     filepath.Join(repo, "config.hcl.example"),
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)

@@ -23,6 +23,7 @@ var rootSchema = &hcl.BodySchema{
 		{Name: "node_name"}, {Name: "datacenter"}, {Name: "jobs"},
 		{Name: "gc_interval"}, {Name: "gc_max_allocs"}, {Name: "gc_disk_usage_threshold"}, {Name: "gc_inode_usage_threshold"},
 		{Name: "chroot_env"}, {Name: "denied_host_uids"}, {Name: "denied_host_gids"}, {Name: "cgroup_parent"}, {Name: "pids_limit"},
+		{Name: "max_kill_timeout"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "csi"}, {Type: "plugin"}, {Type: "acl"}, {Type: "users"}, {Type: "exec"}},
 }
@@ -171,6 +172,14 @@ func decode(d *hclstrict.Decoder, body hcl.Body, filename, baseDir string) *Conf
 				d.Errorf(attr.Expr.Range(), "Invalid gc_interval", "gc_interval must be at least 1s, got %s.", v)
 			}
 			c.GC.Interval = v
+		}
+	}
+	if attr := a["max_kill_timeout"]; attr != nil {
+		if v, ok := d.Duration(attr); ok {
+			if v < time.Second {
+				d.Errorf(attr.Expr.Range(), "Invalid max_kill_timeout", "max_kill_timeout must be at least 1s, got %s.", v)
+			}
+			c.MaxKillTimeout = v
 		}
 	}
 	if v, ok := d.Int(a["gc_max_allocs"], 1, 1<<20); ok {

@@ -70,6 +70,9 @@ type Config struct {
 
 	// StartTimeout bounds one launch (default 1m).
 	StartTimeout time.Duration
+	// MaxKillTimeout caps every task's kill_timeout (the agent's
+	// max_kill_timeout; 0: no cap).
+	MaxKillTimeout time.Duration
 	// LogFileSizeOverride replaces the logs block's MB granularity, for
 	// tests of rotation; 0 in production.
 	LogFileSizeOverride int64

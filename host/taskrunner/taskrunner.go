@@ -548,6 +548,12 @@ func (tr *TaskRunner) killTask(t driver.Task, reason string) {
 		timeout = 5 * time.Second
 	}
 	msg := fmt.Sprintf("Sent %s, waiting %s before force killing", tr.killSig, timeout)
+	if limit := tr.cfg.MaxKillTimeout; limit > 0 && timeout > limit {
+		// As Nomad's client: a job cannot make itself unstoppable.
+		timeout = limit
+		msg = fmt.Sprintf("Sent %s, waiting %s before force killing (kill_timeout %s is capped by the agent's max_kill_timeout)",
+			tr.killSig, timeout, tr.task.KillTimeout)
+	}
 	if reason != "" {
 		msg += ": " + reason
 	}
