@@ -218,6 +218,10 @@ func (vm *VolumeManager) setClaimsReleased(id string, match func(c *Claim) bool)
 	for _, c := range v.Claims {
 		if c.Desired != ClaimReleased && match(c) {
 			c.Desired, c.StateDescription, c.Attempts, c.LastError = ClaimReleased, "release queued", 0, ""
+			if what := vm.inflight.release(claimKey{id, c.AllocID}); what != "" {
+				c.StateDescription += " (" + what + ")"
+				vm.log.Info("claim released while a plugin call was in flight", "volume", id, "alloc_id", c.AllocID, "call", what)
+			}
 			c.ModifyTime = time.Now()
 			changed = true
 		}

@@ -106,7 +106,23 @@ func (vm *VolumeManager) workClaim(ctx context.Context, id, allocID string) erro
 		if c.Desired == ClaimReleased {
 			st = vm.releaseStep(ctx, v, c)
 		} else {
-			st = vm.mountStep(ctx, v, c)
+			stepCtx, done := vm.inflight.start(ctx, claimKey{id, allocID}, mountCall(c.State))
+			st = vm.mountStep(stepCtx, v, c)
+			if done() && st.err != nil {
+				// A release cancelled the call: nothing to record, the
+				// release undoes it, now. Read under the record's lock,
+				// which the release holds until it has committed.
+				unlock := vm.recMu.lock(id)
+				v, err = vm.cfg.Store.Volume(id)
+				unlock()
+				if errors.Is(err, ErrVolumeNotFound) {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				continue
+			}
 		}
 		if st.err != nil && ctx.Err() != nil {
 			return ctx.Err() // stopping: the step is redone at the next start

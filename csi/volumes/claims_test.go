@@ -138,6 +138,78 @@ func TestClaimReleasedWhenAllocGone(t *testing.T) {
 	}
 }
 
+// Issue 26 §9: a plugin that hangs NodeStageVolume held its volume's claim
+// as "release queued" for the whole RPC timeout (a minute) after the
+// allocation failed. A release cancels the claim's call in flight, says
+// which call it was, and unwinds at once, the stage the plugin did
+// included.
+func TestReleaseCancelsAHungMountStep(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mockcsi mounts need root")
+	}
+	t.Parallel()
+	// The stage is done, then its answer hangs (MOCKCSI_DELAY answers
+	// late after the work).
+	p := startMockPlugin(t, "MOCKCSI_DELAY=NodeStageVolume:1h")
+	h := newVolHarness(t)
+	h.rpcTimeout = time.Minute
+	h.allocs = &fakeAllocs{ended: map[string]bool{}}
+	h.addPlugin(t, "mock", p.socket)
+	base := t.TempDir()
+	t.Cleanup(func() {
+		if err := mountinfo.DetachUnder(base); err != nil {
+			t.Error(err)
+		}
+	})
+	h.addNode(t, "mock", p.socket, base)
+	vm, log, _ := h.startVM(t, newMemVolumeStore())
+	if _, err := vm.Create(volSpec("hv", "mock", mib)); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, vm, "hv")
+	if err := vm.Claim([]ClaimRequest{{VolumeID: "hv", AllocID: "a1", JobID: "j", TaskGroup: "g",
+		AccessMode: "single-node-writer", AttachmentMode: "file-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Controller-published: the next step, NodeStage, is the one that
+	// hangs. Wait until the plugin has it.
+	log.waitFor(t, "controller-published", func(ch volChange) bool {
+		c := ch.V.claim("a1")
+		return c != nil && c.State == ClaimControllerPublished
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for !inflightFor(vm, "hv", "a1") {
+		if time.Now().After(deadline) {
+			t.Fatal("NodeStageVolume never in flight")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	start, mark := time.Now(), log.mark()
+	if err := vm.Release("a1", []string{"hv"}); err != nil {
+		t.Fatal(err)
+	}
+	desc := log.waitFrom(t, mark, "release queued, naming the call", func(ch volChange) bool {
+		c := ch.V.claim("a1")
+		return c != nil && c.Desired == ClaimReleased
+	}).V.claim("a1").StateDescription
+	if !strings.Contains(desc, "NodeStageVolume in flight for") || !strings.Contains(desc, "cancelled") {
+		t.Errorf("release description %q does not name the call in flight", desc)
+	}
+	log.waitFrom(t, mark, "claim released", func(ch volChange) bool { v := ch.V; return v.ID == "hv" && len(v.Claims) == 0 })
+	t.Logf("released %s after the request (the RPC timeout is a minute): %s", time.Since(start).Round(time.Millisecond), desc)
+	// Whatever the cancelled stage did is undone: nothing stays mounted.
+	if m, err := mountinfo.Under("/proc/self/mountinfo", base); err != nil || len(m) != 0 {
+		t.Errorf("mounts left after the release: %v %v", m, err)
+	}
+}
+
+// inflightFor reports whether the claim has a call in flight.
+func inflightFor(vm *VolumeManager, volumeID, allocID string) bool {
+	vm.inflight.mu.Lock()
+	defer vm.inflight.mu.Unlock()
+	return vm.inflight.calls[claimKey{volumeID, allocID}] != nil
+}
+
 // stagedTx is a VolumeTx whose writes reach the store only at commit, as
 // a bbolt transaction's do.
 type stagedTx struct {

@@ -76,6 +76,9 @@ type VolumeManager struct {
 	// requests, and passes recording their outcome. Without it a pass that read the
 	// record before a delete request would write it back as it was.
 	recMu recordLocks
+	// inflight are the mount steps' plugin calls, which a release cancels
+	// (claim_inflight.go).
+	inflight inflightCalls
 
 	mu      sync.Mutex
 	changed chan struct{}

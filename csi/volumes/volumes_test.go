@@ -117,8 +117,20 @@ func (l *changeLog) of(id string) []volChange {
 // waitFor returns the first record, past or future, that ok accepts.
 func (l *changeLog) waitFor(t *testing.T, what string, ok func(volChange) bool) volChange {
 	t.Helper()
+	return l.waitFrom(t, 0, what, ok)
+}
+
+// mark is where waitFrom starts looking: changes recorded from now on.
+func (l *changeLog) mark() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.recs)
+}
+
+// waitFrom is waitFor over the changes recorded since mark.
+func (l *changeLog) waitFrom(t *testing.T, seen int, what string, ok func(volChange) bool) volChange {
+	t.Helper()
 	timeout := time.After(10 * time.Second)
-	seen := 0
 	for {
 		l.mu.Lock()
 		recs, notify := l.recs[seen:], l.notify
@@ -147,6 +159,8 @@ type volHarness struct {
 	health chan plugins.HealthEvent
 	// allocs, if set, is every VolumeManager's AllocSource.
 	allocs AllocSource
+	// rpcTimeout, if set, replaces the managers' 10 s RPCTimeout.
+	rpcTimeout time.Duration
 }
 
 func newVolHarness(t testing.TB) *volHarness {
@@ -218,9 +232,13 @@ func (h *volHarness) addPlugin(t *testing.T, name, socket string) {
 func (h *volHarness) startVM(t *testing.T, store VolumeStore) (vm *VolumeManager, log *changeLog, stop func()) {
 	t.Helper()
 	log = newChangeLog()
+	rpcTimeout := 10 * time.Second
+	if h.rpcTimeout > 0 {
+		rpcTimeout = h.rpcTimeout
+	}
 	vm, err := NewVolumeManager(VolumeManagerConfig{
 		Store: store, Plugins: h.m, Logger: hclog.NewNullLogger(),
-		RPCTimeout: 10 * time.Second,
+		RPCTimeout: rpcTimeout,
 		BaseDelay:  5 * time.Millisecond, MaxDelay: 50 * time.Millisecond,
 		OnChange: log.add, Allocs: h.allocs,
 	})
