@@ -16,7 +16,7 @@ const EnvAddr = "PLUGINHOST_ADDR"
 // terminating NUL). Longer paths fail to bind or, worse, get truncated into
 // dial timeouts (Nomad #24295), so they are refused up front. It is
 // dynamic.MaxSocketPathLen, copied so that this package needs no server
-// package; host/api's TestAddrLimitMatchesDynamic keeps the two equal.
+// package; host/apiserver's TestAddrLimitMatchesDynamic keeps the two equal.
 const maxUnixPath = 107
 
 // Addr is a parsed API address.

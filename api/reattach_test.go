@@ -44,7 +44,7 @@ func TestReattachClientConfig(t *testing.T) {
 
 // A broker lease is held until released, and taken only for the launch
 // the agent knows: against a stand-in for the agent's broker endpoint
-// (host/api's TestBrokerEndpoint tests the real one).
+// (host/apiserver's TestBrokerEndpoint tests the real one).
 func TestBrokerLease(t *testing.T) {
 	rec := &PluginReattach{Type: "kv", Name: "main", AllocID: "a1", Protocol: "grpc", ProtocolVersion: 1,
 		Network: "unix", Addr: "/tmp/x.sock", Pid: 42}

@@ -110,6 +110,6 @@ func readTokenSecret(path string) (string, error) {
 }
 
 // maxTokenFileBytes bounds what readTokenSecret reads: the longest token
-// an agent accepts (512 bytes, host/api's maxTokenLen) with room for a
+// an agent accepts (512 bytes, host/apiserver's maxTokenLen) with room for a
 // newline and stray whitespace.
 const maxTokenFileBytes = 512 + 64

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/pluginhost/pluginhost/api"
-	apiserver "github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/apiserver"
 )
 
 // answerBound is how long a request may take while the API is flooded:

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/pluginhost/pluginhost/api"
-	apiserver "github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/apiserver"
 )
 
 // tcpAgent is an agent on loopback TCP whose user's home is a directory of

@@ -28,7 +28,9 @@ import (
 	"github.com/pluginhost/pluginhost/host/idpool"
 	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/leftovers"
 	"github.com/pluginhost/pluginhost/host/metrics"
+	"github.com/pluginhost/pluginhost/host/mounts"
 	"github.com/pluginhost/pluginhost/host/state"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 	"github.com/pluginhost/pluginhost/internal/beneath"
@@ -98,8 +100,8 @@ type Agent struct {
 	follower *events.RegistryFollower
 
 	// mountRoot is the CSI mount root; trees are the task-writable trees
-	// the agent made nosuid,nodev mounts (mountroot.go).
-	mountRoot *mountRoot
+	// the agent made nosuid,nodev mounts (package mounts).
+	mountRoot *mounts.Root
 	trees     []string
 
 	wg sync.WaitGroup
@@ -141,7 +143,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("agent: data dir: %w", err)
 	}
-	if err := checkStateFile(cfg.DataDir); err != nil {
+	if err := leftovers.CheckStateFile(cfg.DataDir, StateFileName); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	a.db, err = state.Open(filepath.Join(cfg.DataDir, StateFileName), state.Options{Logger: logger, Commits: a.metrics})
@@ -267,13 +269,13 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		Logger:     logger,
 	}
 	a.runnerCfg = factory.runners
-	a.mountRoot = &mountRoot{dir: filepath.Join(cfg.DataDir, "csi")}
+	a.mountRoot = &mounts.Root{Dir: filepath.Join(cfg.DataDir, "csi")}
 	if err := a.containTrees(); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	csiHooks, err := csiplugin.NewHook(csiplugin.Config{
 		Registry:        a.registry,
-		MountRoot:       a.mountRoot.dir,
+		MountRoot:       a.mountRoot.Dir,
 		EnsureMountRoot: a.mountRoot.Ensure,
 		Logger:          logger,
 		ProbeInterval:   cfg.CSI.FingerprintInterval,
@@ -288,9 +290,9 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	}
 	a.runnerCfg.ExtraHooks = func(req *taskrunner.HookRequest) []taskrunner.Hook {
 		if req != nil {
-			if t := genericPluginType(req.Task); t != "" {
+			if p := req.Task.GenericPlugin(); p != nil {
 				// Before the supervisor can register it.
-				a.follower.Follow(t)
+				a.follower.Follow(p.Type)
 			}
 		}
 		hooks := csiHooks(req)
@@ -303,15 +305,15 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 }
 
 // containTrees makes the trees tasks write nosuid,nodev mounts of their
-// own (see mountroot.go): the allocation tree and the socket root.
+// own (package mounts): the allocation tree and the socket root.
 func (a *Agent) containTrees() error {
 	sockRoot, err := taskrunner.SocketRoot(a.cfg.DataDir, a.cfg.Plugin.SocketDir)
 	if err != nil {
 		return err
 	}
 	for _, dir := range []string{filepath.Join(a.cfg.DataDir, "alloc"), sockRoot} {
-		if err := containTree(dir); err != nil {
-			if errNotPrivileged(err) {
+		if err := mounts.ContainTree(dir); err != nil {
+			if mounts.NotPrivileged(err) {
 				a.logger.Warn("task directories not mounted nosuid,nodev (no privileges)", "dir", dir, "error", err)
 				continue
 			}
@@ -323,7 +325,7 @@ func (a *Agent) containTrees() error {
 }
 
 // releaseMounts removes, at a clean stop, the mounts and the parent cgroup
-// nothing needs any more (mountroot.go, cgroup.Manager.RemoveParent).
+// nothing needs any more (package mounts, cgroup.Manager.RemoveParent).
 func (a *Agent) releaseMounts() {
 	if a.mountRoot != nil {
 		if err := a.mountRoot.Release(); err != nil {
@@ -331,7 +333,7 @@ func (a *Agent) releaseMounts() {
 		}
 	}
 	for _, dir := range a.trees {
-		if err := releaseTree(dir); err != nil {
+		if err := mounts.ReleaseTree(dir); err != nil {
 			a.logger.Warn("task directory mount not released", "dir", dir, "error", err)
 		}
 	}
@@ -536,8 +538,10 @@ func (a *Agent) restore() ([]string, error) {
 		}
 		restored, runners = append(restored, as), append(runners, ar)
 	}
-	sweepCgroups(a.cgroups, stored, restored, a.logger)
-	sweepSocketDirs(a.cfg, stored, a.logger)
+	leftovers.Cgroups(a.cgroups, stored, restored, a.logger)
+	if root, err := taskrunner.SocketRoot(a.cfg.DataDir, a.cfg.Plugin.SocketDir); err == nil {
+		leftovers.SocketDirs(root, stored, a.logger)
+	}
 	for i, ar := range runners {
 		if jobs.NeverLaunched(restored[i]) {
 			// Recorded but held back (a superseded version was still

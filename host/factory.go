@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/pluginhost/pluginhost/csi/volumes"
-	apiserver "github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/apiserver"
 	"github.com/pluginhost/pluginhost/host/csihook"
 	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/jobspec"

@@ -9,8 +9,8 @@ import (
 
 	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/allocdir"
-	apiserver "github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/apiconv"
+	"github.com/pluginhost/pluginhost/host/apiserver"
 	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"

@@ -12,7 +12,7 @@ import (
 
 	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/host/allocdir"
-	apiserver "github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/apiserver"
 	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/logmon"
 	"github.com/pluginhost/pluginhost/host/state"

@@ -6,8 +6,8 @@ import (
 
 	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/dynamic"
-	apiserver "github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/apiconv"
+	"github.com/pluginhost/pluginhost/host/apiserver"
 )
 
 // Plugins lists the CSI plugins the manager knows.
@@ -23,9 +23,9 @@ func (a *Agent) Plugins(ctx context.Context) ([]*api.CSIPluginListStub, error) {
 			NodesHealthy: p.NodesHealthy, NodesExpected: p.NodesExpected,
 		})
 	}
-	for id, tasks := range declaredPlugins(a.jobs) {
+	for id, tasks := range a.jobs.DeclaredCSI() {
 		if !known[id] {
-			out = append(out, unregisteredStub(id, tasks))
+			out = append(out, apiconv.UnregisteredStub(id, tasks))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -37,8 +37,8 @@ func (a *Agent) Plugins(ctx context.Context) ([]*api.CSIPluginListStub, error) {
 func (a *Agent) Plugin(ctx context.Context, id string) (*api.CSIPlugin, error) {
 	p, ok := a.csi.Plugin(id)
 	if !ok {
-		if tasks := declaredPlugins(a.jobs)[id]; len(tasks) > 0 {
-			return unregisteredPlugin(id, tasks), nil
+		if tasks := a.jobs.DeclaredCSI()[id]; len(tasks) > 0 {
+			return apiconv.UnregisteredPlugin(id, tasks), nil
 		}
 		return nil, api.ErrNotFound
 	}

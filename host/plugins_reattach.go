@@ -9,6 +9,7 @@ import (
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/apiconv"
 	"github.com/pluginhost/pluginhost/host/csiplugin"
+	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
 
@@ -29,7 +30,7 @@ func (a *Agent) PluginReattach(_ context.Context, pluginType, name string) (*api
 		return nil, fmt.Errorf("the active instance (allocation %s) is restarting: a consumer closed its go-plugin broker: %w", active.AllocID, api.ErrUnavailable)
 	}
 	if active == nil {
-		if len(declaredGeneric(a.jobs)[genericKey(pluginType, name)]) > 0 {
+		if len(a.jobs.DeclaredGeneric()[jobs.GenericKey(pluginType, name)]) > 0 {
 			return nil, fmt.Errorf("no active instance yet: an allocation declares the plugin and is starting it: %w", api.ErrUnavailable)
 		}
 		return nil, fmt.Errorf("no active instance: %w", api.ErrNotFound)
@@ -74,15 +75,15 @@ func (a *Agent) HoldBroker(ctx context.Context, pluginType, name, allocID string
 	if runCtx.Err() != nil || !isLaunch(a.registry, pluginType, name, allocID, pid) {
 		return nil
 	}
-	for _, d := range declaredGeneric(a.jobs)[genericKey(pluginType, name)] {
-		if d.snap.Alloc.ID != allocID {
+	for _, d := range a.jobs.DeclaredGeneric()[jobs.GenericKey(pluginType, name)] {
+		if d.Snap.Alloc.ID != allocID {
 			continue
 		}
 		ar, ok := a.jobs.Alloc(allocID).(*taskrunner.AllocRunner)
 		if !ok {
 			continue
 		}
-		if tr := ar.Task(d.task); tr != nil {
+		if tr := ar.Task(d.Task); tr != nil {
 			// Before the restart: from now on no consumer gets this
 			// launch. Its key names a pid, which the next launch has
 			// not, and the map is emptied of dead launches here.

@@ -9,18 +9,18 @@ import (
 	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/csi/plugins"
 	"github.com/pluginhost/pluginhost/dynamic"
-	apiserver "github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/apiconv"
+	"github.com/pluginhost/pluginhost/host/apiserver"
 	"github.com/pluginhost/pluginhost/host/csiplugin"
-	"github.com/pluginhost/pluginhost/host/jobspec"
+	"github.com/pluginhost/pluginhost/host/jobs"
 )
 
 // RegisteredPlugins implements apiserver.RegistryBackend: the registered
 // plugins of every type (or of pluginType), then the plugins of other
 // types than CSI's that allocations declare and nobody registered yet.
 func (a *Agent) RegisteredPlugins(_ context.Context, pluginType string) ([]*api.PluginListStub, error) {
-	declared := declaredGeneric(a.jobs)
-	var csiDeclared map[string][]declaredTask
+	declared := a.jobs.DeclaredGeneric()
+	var csiDeclared map[string][]jobs.DeclaredTask
 	types := a.registry.Types()
 	if pluginType != "" {
 		types = []string{pluginType}
@@ -36,7 +36,7 @@ func (a *Agent) RegisteredPlugins(_ context.Context, pluginType string) ([]*api.
 			}
 		}
 		for _, p := range a.registry.List(t) {
-			listed[genericKey(t, p.Name)] = true
+			listed[jobs.GenericKey(t, p.Name)] = true
 			stub := &api.PluginListStub{Type: t, Name: p.Name, ActiveAllocID: p.AllocID, Instances: count[p.Name],
 				Healthy: healthy[p.Name]}
 			if p.ConnectionInfo != nil {
@@ -44,11 +44,11 @@ func (a *Agent) RegisteredPlugins(_ context.Context, pluginType string) ([]*api.
 			}
 			if isCSIType(t) {
 				if csiDeclared == nil {
-					csiDeclared = declaredPlugins(a.jobs)
+					csiDeclared = a.jobs.DeclaredCSI()
 				}
-				stub.Expected = expectedCSI(t, csiDeclared[p.Name])
+				stub.Expected = jobs.ExpectedCSI(t, csiDeclared[p.Name])
 			} else {
-				stub.Expected = countAllocs(declared[genericKey(t, p.Name)])
+				stub.Expected = jobs.CountAllocs(declared[jobs.GenericKey(t, p.Name)])
 			}
 			out = append(out, stub)
 		}
@@ -58,7 +58,7 @@ func (a *Agent) RegisteredPlugins(_ context.Context, pluginType string) ([]*api.
 		if listed[k] || (pluginType != "" && typ != pluginType) {
 			continue
 		}
-		out = append(out, &api.PluginListStub{Type: typ, Name: name, Expected: countAllocs(tasks)})
+		out = append(out, &api.PluginListStub{Type: typ, Name: name, Expected: jobs.CountAllocs(tasks)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Type != out[j].Type {
@@ -76,20 +76,20 @@ func (a *Agent) RegisteredPlugins(_ context.Context, pluginType string) ([]*api.
 func (a *Agent) RegisteredPlugin(_ context.Context, pluginType, name string) (*api.Plugin, error) {
 	out := &api.Plugin{Type: pluginType, Name: name}
 	act, registered := a.registry.Active(pluginType, name)
-	var tasks []declaredTask
+	var tasks []jobs.DeclaredTask
 	if isCSIType(pluginType) {
-		tasks = declaredPlugins(a.jobs)[name]
-		out.Expected = expectedCSI(pluginType, tasks)
+		tasks = a.jobs.DeclaredCSI()[name]
+		out.Expected = jobs.ExpectedCSI(pluginType, tasks)
 	} else {
-		tasks = declaredGeneric(a.jobs)[genericKey(pluginType, name)]
-		out.Expected = countAllocs(tasks)
+		tasks = a.jobs.DeclaredGeneric()[jobs.GenericKey(pluginType, name)]
+		out.Expected = jobs.CountAllocs(tasks)
 	}
 	if !registered && (isCSIType(pluginType) || len(tasks) == 0) {
 		return nil, api.ErrNotFound
 	}
 	taskOf := map[string]string{}
 	for _, d := range tasks {
-		taskOf[d.snap.Alloc.ID] = d.task
+		taskOf[d.Snap.Alloc.ID] = d.Task
 	}
 	seen := map[string]bool{}
 	for _, p := range a.registry.ListAllocs(pluginType) {
@@ -113,13 +113,13 @@ func (a *Agent) RegisteredPlugin(_ context.Context, pluginType, name string) (*a
 		return out, nil
 	}
 	for _, d := range tasks {
-		snap := d.snap
+		snap := d.Snap
 		if seen[snap.Alloc.ID] {
 			continue
 		}
 		seen[snap.Alloc.ID] = true
-		inst := &api.PluginInstance{Type: pluginType, Name: name, AllocID: snap.Alloc.ID, Task: d.task,
-			HealthDescription: apiconv.WhyNotHealthy(snap, d.task, "its health check", "")}
+		inst := &api.PluginInstance{Type: pluginType, Name: name, AllocID: snap.Alloc.ID, Task: d.Task,
+			HealthDescription: apiconv.WhyNotHealthy(snap, d.Task, "its health check", "")}
 		if h, ok := a.health.Get(pluginType, name, snap.Alloc.ID); ok && !h.Healthy {
 			// The supervision's latest check is fresher than the events.
 			inst.HealthDescription, inst.CheckTime = h.Description, h.CheckedAt
@@ -162,36 +162,6 @@ func instanceHealth(mgr *plugins.Manager, health *csiplugin.HealthTable, p *dyna
 // types from starting with "csi".
 func isCSIType(t string) bool {
 	return t == dynamic.PluginTypeCSIController || t == dynamic.PluginTypeCSINode
-}
-
-// expectedCSI counts the tasks that declare a CSI plugin's half of type t.
-func expectedCSI(t string, tasks []declaredTask) int {
-	n := 0
-	for _, d := range tasks {
-		if (t == dynamic.PluginTypeCSIController && d.controller()) || (t == dynamic.PluginTypeCSINode && d.node()) {
-			n++
-		}
-	}
-	return n
-}
-
-// countAllocs counts the allocations among declaring tasks (a group may
-// not declare one plugin twice, but be exact).
-func countAllocs(tasks []declaredTask) int {
-	seen := map[string]bool{}
-	for _, d := range tasks {
-		seen[d.snap.Alloc.ID] = true
-	}
-	return len(seen)
-}
-
-// genericPluginType is the registry type a task's go_plugin config
-// declares, "" for other tasks.
-func genericPluginType(t *jobspec.Task) string {
-	if p := t.GenericPlugin(); p != nil {
-		return p.Type
-	}
-	return ""
 }
 
 var _ apiserver.RegistryBackend = (*Agent)(nil)

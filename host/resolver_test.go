@@ -19,7 +19,7 @@ import (
 
 	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/dynamic"
-	apiserver "github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/apiserver"
 	"github.com/pluginhost/pluginhost/host/config"
 	"github.com/pluginhost/pluginhost/internal/mountinfo"
 	"github.com/pluginhost/pluginhost/sdk"

@@ -8,8 +8,8 @@ import (
 	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/csi/plugins"
 	"github.com/pluginhost/pluginhost/csi/volumes"
-	apiserver "github.com/pluginhost/pluginhost/host/api"
 	"github.com/pluginhost/pluginhost/host/apiconv"
+	"github.com/pluginhost/pluginhost/host/apiserver"
 )
 
 // The agent's side of volumes: requests are parsed and validated here (one

@@ -15,7 +15,7 @@ import (
 	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/examples"
 	"github.com/pluginhost/pluginhost/host"
-	apiserver "github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/apiserver"
 	"github.com/pluginhost/pluginhost/host/config"
 	"github.com/pluginhost/pluginhost/internal/mountinfo"
 )

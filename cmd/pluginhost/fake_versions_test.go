@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/pluginhost/pluginhost/api"
-	apiserver "github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/apiserver"
 )
 
 // JobVersions: the fake's jobs have their current version and, when it is

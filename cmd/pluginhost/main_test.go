@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/cli"
 
 	"github.com/pluginhost/pluginhost/api"
-	apiserver "github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/apiserver"
 )
 
 // startAgent serves a fakeAgent on a real unix socket through the real API

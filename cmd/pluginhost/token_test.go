@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/cli"
 
 	"github.com/pluginhost/pluginhost/api"
-	apiserver "github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/apiserver"
 )
 
 // startTCPAgent serves the fake agent on real loopback TCP with tokens.

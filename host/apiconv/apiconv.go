@@ -12,7 +12,7 @@ import (
 	"github.com/pluginhost/pluginhost/csi/plugins"
 	"github.com/pluginhost/pluginhost/csi/volumes"
 	"github.com/pluginhost/pluginhost/dynamic"
-	apiserver "github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/apiserver"
 	"github.com/pluginhost/pluginhost/host/csihook"
 	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/jobspec"

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/pluginhost/pluginhost/api"
-	apiserver "github.com/pluginhost/pluginhost/host/api"
+	"github.com/pluginhost/pluginhost/host/apiserver"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
 )
