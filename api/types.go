@@ -9,7 +9,7 @@ import "time"
 // unix nanoseconds here too; the others are RFC 3339 time.Time values.
 //
 // They are a deliberate copy of the agent's own types (state.TaskState,
-// state.Alloc, csi.Volume, ...), as Nomad's api module is of its structs:
+// state.Alloc, volumes.Volume, ...), as Nomad's api module is of its structs:
 // clients decode these, so they change only compatibly, while the agent's
 // types change with its code. Package apiconv converts between the two.
 

@@ -20,9 +20,8 @@ import (
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/apiconv"
 	"github.com/pluginhost/pluginhost/host/cgroup"
+	"github.com/pluginhost/pluginhost/host/claimhook"
 	"github.com/pluginhost/pluginhost/host/config"
-	"github.com/pluginhost/pluginhost/host/csihook"
-	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/driver"
 	"github.com/pluginhost/pluginhost/host/events"
 	"github.com/pluginhost/pluginhost/host/idpool"
@@ -32,6 +31,7 @@ import (
 	"github.com/pluginhost/pluginhost/host/metrics"
 	"github.com/pluginhost/pluginhost/host/mounts"
 	"github.com/pluginhost/pluginhost/host/state"
+	"github.com/pluginhost/pluginhost/host/supervisor"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 	"github.com/pluginhost/pluginhost/internal/beneath"
 	"github.com/pluginhost/pluginhost/sdk"
@@ -68,7 +68,7 @@ type Agent struct {
 	registry *dynamic.Registry
 	// health is the latest health check of every generic plugin
 	// allocation (CSI plugins' is the CSI manager's fingerprint).
-	health    *csiplugin.HealthTable
+	health    *supervisor.HealthTable
 	csi       *plugins.Manager
 	volumes   *volumes.VolumeManager
 	watcher   *driver.Watcher
@@ -127,7 +127,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 		taskQueue: events.NewTaskQueue(),
 		startTime: time.Now(),
 		metrics:   metrics.New(),
-		health:    csiplugin.NewHealthTable(),
+		health:    supervisor.NewHealthTable(),
 	}
 	a.cpu = cgroup.DetectMachine()
 	// Undo what was built if a later step fails.
@@ -194,7 +194,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	factory := &allocFactory{db: a.db, volumes: a.volumes}
 	a.jobs, err = jobs.New(jobs.Config{
 		Store: a.db, Factory: factory, Logger: logger,
-		Exclusive: csihook.Exclusive,
+		Exclusive: claimhook.Exclusive,
 		OnJobEvent: func(jobID, typ, msg string) {
 			a.events.Publish(&api.Event{Topic: api.TopicJob, Type: typ, Key: jobID,
 				Payload: api.EventPayload{JobID: jobID, Message: msg}})
@@ -257,7 +257,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 			if len(req.Group.Volumes) == 0 {
 				return nil
 			}
-			return []taskrunner.AllocHook{csihook.Hook{Volumes: a.volumes,
+			return []taskrunner.AllocHook{claimhook.Hook{Volumes: a.volumes,
 				MountTimeout: cfg.CSI.VolumeMountTimeout, Logger: logger.Named("csi_volumes")}}
 		},
 		OnEvent:    a.taskQueue.Push,
@@ -273,7 +273,7 @@ func NewAgent(cfg *config.Config, opts Options) (a *Agent, err error) {
 	if err := a.containTrees(); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	csiHooks, err := csiplugin.NewHook(csiplugin.Config{
+	csiHooks, err := supervisor.NewHook(supervisor.Config{
 		Registry:        a.registry,
 		MountRoot:       a.mountRoot.Dir,
 		EnsureMountRoot: a.mountRoot.Ensure,

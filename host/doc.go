@@ -28,17 +28,17 @@
 // # Volumes and claims
 //
 // Volume requests are parsed here (volumespec) and handed to
-// csi.VolumeManager, the same record-then-reconcile mechanism on the
-// volume's key. Claims (package csihook): a submission checks every claim
+// volumes.VolumeManager (csi/volumes), the same record-then-reconcile
+// mechanism on the volume's key. Claims (package claimhook): a submission checks every claim
 // of the new version (the job's own older allocations not counting)
 // before it records anything, and records the claims of the allocations
 // it creates in the very transaction that records them, so the next
 // submission sees them and a crash leaves both or neither. Each
-// allocation with volumes gets csihook.Hook, handed the volume manager,
+// allocation with volumes gets claimhook.Hook, handed the volume manager,
 // the mount timeout and a logger: its prerun makes its claims
 // (idempotently), waits until each is published and hands every task its
 // bind mounts; its postrun releases the claims once every task is dead.
-// The state store answers csi.AllocSource, so the volume reconciler
+// The state store answers volumes.AllocSource, so the volume reconciler
 // releases the claims of allocations that ended or are gone on its own.
 //
 // # Shutdown

@@ -7,7 +7,7 @@ import (
 
 	"github.com/pluginhost/pluginhost/csi/volumes"
 	"github.com/pluginhost/pluginhost/host/apiserver"
-	"github.com/pluginhost/pluginhost/host/csihook"
+	"github.com/pluginhost/pluginhost/host/claimhook"
 	"github.com/pluginhost/pluginhost/host/jobs"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
@@ -30,14 +30,14 @@ type allocFactory struct {
 // allocations' claims commit with them, the volume records' locks taken
 // first, as every writer of a volume record does before the store's.
 func (f *allocFactory) Submit(job *jobspec.Job, serving *uint64) (*state.SubmitResult, []jobs.Runner, error) {
-	if err := csihook.Check(f.volumes, job, func(id string) bool { return f.jobOf(id) == job.ID }); err != nil {
+	if err := claimhook.Check(f.volumes, job, func(id string) bool { return f.jobOf(id) == job.ID }); err != nil {
 		return nil, nil, &apiserver.FieldError{Field: "Job.TaskGroups.Volumes", Err: err}
 	}
 	var (
 		res     *state.SubmitResult
 		runners []*taskrunner.AllocRunner
 	)
-	claims := f.volumes.BeginClaims(csihook.VolumeIDs(job))
+	claims := f.volumes.BeginClaims(claimhook.VolumeIDs(job))
 	err := f.db.Update(func(tx *state.Tx) error {
 		var err error
 		runners = nil
@@ -64,7 +64,7 @@ func (f *allocFactory) Submit(job *jobspec.Job, serving *uint64) (*state.SubmitR
 		for i, ar := range runners {
 			allocs[i] = &ar.State().Alloc
 		}
-		return csihook.ClaimAllocs(tx, claims, job, allocs)
+		return claimhook.ClaimAllocs(tx, claims, job, allocs)
 	})
 	claims.End(err == nil)
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/apiconv"
-	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/jobs"
+	"github.com/pluginhost/pluginhost/host/supervisor"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
 
@@ -26,7 +26,7 @@ import (
 // the broker restart failed with "no active instance: not found".
 func (a *Agent) PluginReattach(_ context.Context, pluginType, name string) (*api.PluginReattach, error) {
 	active, standby := a.registry.ActiveAndStandby(pluginType, name)
-	if active != nil && a.isBrokerClosed(launchKey{pluginType, name, active.AllocID, active.Options[csiplugin.OptionGoPluginPid]}) {
+	if active != nil && a.isBrokerClosed(launchKey{pluginType, name, active.AllocID, active.Options[supervisor.OptionGoPluginPid]}) {
 		return nil, fmt.Errorf("the active instance (allocation %s) is restarting: a consumer closed its go-plugin broker: %w", active.AllocID, api.ErrUnavailable)
 	}
 	if active == nil {
@@ -111,5 +111,5 @@ func (a *Agent) HoldBroker(ctx context.Context, pluginType, name, allocID string
 // launch with pid.
 func isLaunch(reg *dynamic.Registry, pluginType, name, allocID string, pid int) bool {
 	p, ok := reg.ForAlloc(pluginType, name, allocID)
-	return ok && p.Options[csiplugin.OptionGoPluginPid] == strconv.Itoa(pid)
+	return ok && p.Options[supervisor.OptionGoPluginPid] == strconv.Itoa(pid)
 }

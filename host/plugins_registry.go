@@ -11,8 +11,8 @@ import (
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/apiconv"
 	"github.com/pluginhost/pluginhost/host/apiserver"
-	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/jobs"
+	"github.com/pluginhost/pluginhost/host/supervisor"
 )
 
 // RegisteredPlugins implements apiserver.RegistryBackend: the registered
@@ -140,7 +140,7 @@ type instanceHealthView struct {
 // instanceHealth is what the agent knows of a registered allocation's
 // health: a CSI plugin's from the CSI manager's fingerprint (of the active
 // instances only), any other's from its supervision's latest check.
-func instanceHealth(mgr *plugins.Manager, health *csiplugin.HealthTable, p *dynamic.PluginInfo) instanceHealthView {
+func instanceHealth(mgr *plugins.Manager, health *supervisor.HealthTable, p *dynamic.PluginInfo) instanceHealthView {
 	if isCSIType(p.Type) {
 		if st, ok := mgr.Plugin(p.Name); ok {
 			for _, fp := range st.Allocations {

@@ -21,7 +21,7 @@ import (
 
 	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/dynamic"
-	"github.com/pluginhost/pluginhost/host/csiplugin"
+	"github.com/pluginhost/pluginhost/host/supervisor"
 	"github.com/pluginhost/pluginhost/internal/testbin"
 )
 
@@ -77,9 +77,9 @@ func (e *resolverEnv) launchKV(tb testing.TB, bin, name string) *kvInstance {
 		Type: kvType, Name: "main", AllocID: name,
 		ConnectionInfo: &dynamic.ConnectionInfo{SocketPath: rc.Addr.String()},
 		Options: map[string]string{
-			csiplugin.OptionGoPluginProtocol:        string(rc.Protocol),
-			csiplugin.OptionGoPluginProtocolVersion: strconv.Itoa(c.NegotiatedVersion()),
-			csiplugin.OptionGoPluginPid:             strconv.Itoa(rc.Pid),
+			supervisor.OptionGoPluginProtocol:        string(rc.Protocol),
+			supervisor.OptionGoPluginProtocolVersion: strconv.Itoa(c.NegotiatedVersion()),
+			supervisor.OptionGoPluginPid:             strconv.Itoa(rc.Pid),
 		},
 	}}
 }

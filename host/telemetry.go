@@ -5,8 +5,8 @@ import (
 
 	"github.com/pluginhost/pluginhost/csi/plugins"
 	"github.com/pluginhost/pluginhost/dynamic"
-	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/metrics"
+	"github.com/pluginhost/pluginhost/host/supervisor"
 )
 
 // watchMetrics points the agent's metrics at the views they read when
@@ -34,7 +34,7 @@ func watchMetrics(a *Agent) error {
 // pluginHealth is the health of every active plugin instance: CSI
 // plugins' from the CSI manager's fingerprints, the others' from their
 // supervision's latest health check (not checked yet is unhealthy).
-func pluginHealth(mgr *plugins.Manager, reg *dynamic.Registry, health *csiplugin.HealthTable) []metrics.PluginHealth {
+func pluginHealth(mgr *plugins.Manager, reg *dynamic.Registry, health *supervisor.HealthTable) []metrics.PluginHealth {
 	var out []metrics.PluginHealth
 	for _, p := range mgr.Plugins() {
 		for _, fp := range p.Allocations {

@@ -13,10 +13,10 @@ import (
 	"github.com/pluginhost/pluginhost/csi/volumes"
 	"github.com/pluginhost/pluginhost/dynamic"
 	"github.com/pluginhost/pluginhost/host/apiserver"
-	"github.com/pluginhost/pluginhost/host/csihook"
-	"github.com/pluginhost/pluginhost/host/csiplugin"
+	"github.com/pluginhost/pluginhost/host/claimhook"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
+	"github.com/pluginhost/pluginhost/host/supervisor"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 	"github.com/pluginhost/pluginhost/host/volumespec"
 )
@@ -387,7 +387,7 @@ func WhyNotHealthy(snap *taskrunner.AllocSnapshot, task, check, prefix string) s
 		for i := len(t.Events) - 1; i >= 0; i-- {
 			ev := t.Events[i]
 			switch ev.Type {
-			case csiplugin.EventPluginNotHealthy, csiplugin.EventPluginUnhealthy:
+			case supervisor.EventPluginNotHealthy, supervisor.EventPluginUnhealthy:
 				return prefix + oneLine(ev.Message)
 			case taskrunner.EventRestarting:
 				return fmt.Sprintf("restart pending (%d restarts so far): %s", t.State.Restarts, oneLine(ev.Message))
@@ -454,9 +454,9 @@ func AllocVolumes(snap *taskrunner.AllocSnapshot, volume func(id string) (*volum
 	if g == nil || len(g.Volumes) == 0 {
 		return nil
 	}
-	aliases := csihook.VolumeAliases(g)
+	aliases := claimhook.VolumeAliases(g)
 	var out []*api.AllocVolume
-	for i, r := range csihook.ClaimRequests(al.Job, g, al.ID, al.Index) {
+	for i, r := range claimhook.ClaimRequests(al.Job, g, al.ID, al.Index) {
 		av := &api.AllocVolume{Name: aliases[i], VolumeID: r.VolumeID, ReadOnly: r.ReadOnly}
 		if v, err := volume(r.VolumeID); err == nil {
 			av.PluginID = v.PluginID

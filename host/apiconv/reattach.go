@@ -7,24 +7,24 @@ import (
 
 	"github.com/pluginhost/pluginhost/api"
 	"github.com/pluginhost/pluginhost/dynamic"
-	"github.com/pluginhost/pluginhost/host/csiplugin"
+	"github.com/pluginhost/pluginhost/host/supervisor"
 )
 
 // PluginReattach is go-plugin's reattach record of p, the active instance
 // of pluginType/name, from the options its supervision registered with it
 // (the task's handle at launch or re-adoption).
 func PluginReattach(pluginType, name string, p *dynamic.PluginInfo) (*api.PluginReattach, error) {
-	proto := p.Options[csiplugin.OptionGoPluginProtocol]
+	proto := p.Options[supervisor.OptionGoPluginProtocol]
 	if proto == "" || p.ConnectionInfo == nil {
 		return nil, fmt.Errorf("active instance %s is not a go-plugin plugin of a type other than CSI's (no reattach record): %w", p.AllocID, api.ErrNotFound)
 	}
-	version, err := strconv.Atoi(p.Options[csiplugin.OptionGoPluginProtocolVersion])
+	version, err := strconv.Atoi(p.Options[supervisor.OptionGoPluginProtocolVersion])
 	if err != nil {
-		return nil, fmt.Errorf("registration of %s: protocol version %q: %w", p.AllocID, p.Options[csiplugin.OptionGoPluginProtocolVersion], err)
+		return nil, fmt.Errorf("registration of %s: protocol version %q: %w", p.AllocID, p.Options[supervisor.OptionGoPluginProtocolVersion], err)
 	}
-	pid, err := strconv.Atoi(p.Options[csiplugin.OptionGoPluginPid])
+	pid, err := strconv.Atoi(p.Options[supervisor.OptionGoPluginPid])
 	if err != nil {
-		return nil, fmt.Errorf("registration of %s: pid %q: %w", p.AllocID, p.Options[csiplugin.OptionGoPluginPid], err)
+		return nil, fmt.Errorf("registration of %s: pid %q: %w", p.AllocID, p.Options[supervisor.OptionGoPluginPid], err)
 	}
 	network, addr := "unix", p.ConnectionInfo.SocketPath
 	if a, ok := strings.CutPrefix(addr, dynamic.TCPPrefix); ok {

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
+	"github.com/pluginhost/pluginhost/host/supervisor"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
 
@@ -346,7 +346,7 @@ func TestDecide(t *testing.T) {
 // before it became healthy", and no plugin was left.
 func TestDecideEarlyUpdate(t *testing.T) {
 	job := testJob(1, slowHealthy, pluginTask)
-	healthy := []string{taskrunner.EventStarted, csiplugin.EventPluginHealthy}
+	healthy := []string{taskrunner.EventStarted, supervisor.EventPluginHealthy}
 	starting := []string{taskrunner.EventStarted}
 	v0 := func(up time.Duration) aspec {
 		return aspec{id: "v0", age: up + time.Second, up: up, events: healthy, job: job}
@@ -432,7 +432,7 @@ func TestServingVersion(t *testing.T) {
 		{"stopping allocations do not serve", mk(
 			aspec{id: "a", age: time.Hour, up: time.Hour, job: job, stopping: true}, up("b", 0, 1, time.Hour)), nil, 0, false},
 		{"a plugin task serves once its plugin is healthy", mk(aspec{id: "p", age: time.Second, up: time.Second, job: plugin,
-			events: []string{taskrunner.EventStarted, csiplugin.EventPluginHealthy}}), nil, 0, true},
+			events: []string{taskrunner.EventStarted, supervisor.EventPluginHealthy}}), nil, 0, true},
 		{"a plugin task not yet healthy does not", mk(aspec{id: "p", age: time.Second, up: time.Second, job: plugin,
 			events: []string{taskrunner.EventStarted}}), nil, 0, false},
 	} {
@@ -471,10 +471,10 @@ func TestJudgeRollout(t *testing.T) {
 			mk(aspec{id: "a", age: 30 * time.Second, up: 30 * time.Second, events: []string{taskrunner.EventStarted}}),
 			rollout{wait: 30 * time.Second}},
 		{"a plugin healthy for min_healthy_time", plugin,
-			mk(aspec{id: "a", age: time.Minute, up: time.Minute, events: []string{taskrunner.EventStarted, csiplugin.EventPluginHealthy}}),
+			mk(aspec{id: "a", age: time.Minute, up: time.Minute, events: []string{taskrunner.EventStarted, supervisor.EventPluginHealthy}}),
 			rollout{healthy: true}},
 		{"a plugin unhealthy again", plugin,
-			mk(aspec{id: "a", age: 30 * time.Second, up: 30 * time.Second, events: []string{csiplugin.EventPluginHealthy, csiplugin.EventPluginUnhealthy}}),
+			mk(aspec{id: "a", age: 30 * time.Second, up: 30 * time.Second, events: []string{supervisor.EventPluginHealthy, supervisor.EventPluginUnhealthy}}),
 			rollout{wait: 30 * time.Second}},
 		{"a failed allocation fails it", testJob(1),
 			mk(aspec{id: "abcdef0123", age: time.Minute, client: state.AllocClientStatusFailed, done: true}),

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pluginhost/pluginhost/host/csiplugin"
 	"github.com/pluginhost/pluginhost/host/jobspec"
 	"github.com/pluginhost/pluginhost/host/state"
+	"github.com/pluginhost/pluginhost/host/supervisor"
 	"github.com/pluginhost/pluginhost/host/taskrunner"
 )
 
@@ -110,9 +110,9 @@ func healthySince(tasks []taskrunner.TaskSnapshot, job *jobspec.Job, group strin
 func pluginHealthyAt(events []*state.TaskEvent) (time.Time, bool) {
 	for i := len(events) - 1; i >= 0; i-- {
 		switch events[i].Type {
-		case csiplugin.EventPluginHealthy:
+		case supervisor.EventPluginHealthy:
 			return events[i].Time, true
-		case csiplugin.EventPluginUnhealthy, csiplugin.EventPluginNotHealthy, taskrunner.EventStarted, taskrunner.EventRestarting, taskrunner.EventTerminated:
+		case supervisor.EventPluginUnhealthy, supervisor.EventPluginNotHealthy, taskrunner.EventStarted, taskrunner.EventRestarting, taskrunner.EventTerminated:
 			return time.Time{}, false
 		}
 	}

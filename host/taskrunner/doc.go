@@ -28,7 +28,10 @@
 // time, reattach record, shipper pid) is stored, the shipper's readiness
 // is checked (one that failed restarts the task: its output has no
 // reader), and the poststart hooks run. A hook may fail the task or ask
-// for a restart through its HookRequest.
+// for a restart through its HookRequest. A task re-adopted after an agent
+// restart runs no prestart hook, but its environment is built again by the
+// env hook's code before its poststart hooks: a plugin's endpoint comes
+// from its job, never from /proc/<pid>/environ, which the task can rewrite.
 //
 // # Allocation hooks
 //

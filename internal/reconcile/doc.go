@@ -1,10 +1,10 @@
 // Package reconcile is the agent's one mechanism for multi-step work:
 // durable desired state, driven by idempotent reconcilers.
 //
-// An operation with more than one step (a job submission, an update, a stop;
-// later a volume create, claim or release) first records in the state store
-// what should be true, in one commit, and then adds the object's key to a
-// Queue. The queue's Func reads the recorded desired state, compares it with
+// An operation with more than one step (a job submission, an update, a stop,
+// a volume create, expand or delete, a claim, a release) first records in
+// the state store what should be true, in one commit, and then adds the
+// object's key to a Queue. The queue's Func reads the recorded desired state, compares it with
 // what is (running allocations, a plugin's answers) and takes the next steps
 // towards it. Because the intent is durable and the Func idempotent, an agent
 // killed at any moment finds the intent again at start-up, adds every key,

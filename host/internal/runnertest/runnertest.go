@@ -1,4 +1,4 @@
-// Package runnertest is the test harness the taskrunner and csiplugin tests
+// Package runnertest is the test harness the taskrunner and supervisor tests
 // share: one incarnation of the agent's runner side with real parts (a bbolt
 // store, a process watcher, the builtin drivers, real processes and sockets)
 // and an event log that tests wait on.
@@ -7,7 +7,7 @@
 // (they use its restart tracker and snapshots), so a harness that imported
 // it would be an import cycle. The runners and their configuration are
 // type parameters instead, and each package's harness_test.go wraps an
-// Agent with what only it has (csiplugin: the registry and the supervisor
+// Agent with what only it has (supervisor: the registry and the supervisor
 // hook) and the restart that builds its next incarnation.
 package runnertest
 
@@ -92,7 +92,7 @@ func New[C any, R Runner](t testing.TB, dataDir string,
 }
 
 // AtClose has Close call f once, after the runners let go and before the
-// store closes (csiplugin: the registry's shutdown).
+// store closes (supervisor: the registry's shutdown).
 func (a *Agent[C, R]) AtClose(f func()) { a.atClose = append(a.atClose, f) }
 
 // Run starts a runner of the job's first group.

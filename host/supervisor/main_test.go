@@ -1,4 +1,4 @@
-package csiplugin
+package supervisor
 
 import (
 	"fmt"
@@ -25,7 +25,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	dir, err := os.MkdirTemp("", "csiplugin-bin")
+	dir, err := os.MkdirTemp("", "supervisor-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

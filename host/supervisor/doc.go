@@ -1,4 +1,4 @@
-// Package csiplugin is the plugin supervisor: the task hook that turns a
+// Package supervisor is the plugin supervisor: the task hook that turns a
 // task with a csi_plugin block into a registered, health-checked CSI plugin,
 // and a go_plugin task whose config declares a plugin of another type (a
 // `plugin` block) into a registered, health-checked plugin of that type.
@@ -6,7 +6,7 @@
 // "Plugins that are not CSI" below).
 // The agent installs it with
 //
-//	hooks, err := csiplugin.NewHook(csiplugin.Config{Registry: reg, MountRoot: dataDir + "/csi"})
+//	hooks, err := supervisor.NewHook(supervisor.Config{Registry: reg, MountRoot: dataDir + "/csi"})
 //	runnerCfg.ExtraHooks = hooks
 //
 // and every task with a csi_plugin block gets its own supervisor hook, which
@@ -130,4 +130,4 @@
 // short root for a long data_dir), a CSI_ENDPOINT the task sets is checked in
 // Prestart (csi.SocketPath, a fatal error naming the 107-byte limit), and the
 // registry refuses longer paths.
-package csiplugin
+package supervisor

@@ -1,4 +1,4 @@
-package csiplugin
+package supervisor
 
 import (
 	"context"
@@ -82,10 +82,10 @@ type ConnLender interface {
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Registry == nil {
-		return c, errors.New("csiplugin: Config.Registry is required")
+		return c, errors.New("supervisor: Config.Registry is required")
 	}
 	if c.MountRoot == "" || !filepath.IsAbs(c.MountRoot) {
-		return c, fmt.Errorf("csiplugin: Config.MountRoot must be an absolute path, got %q", c.MountRoot)
+		return c, fmt.Errorf("supervisor: Config.MountRoot must be an absolute path, got %q", c.MountRoot)
 	}
 	c.MountRoot = filepath.Clean(c.MountRoot)
 	if c.Logger == nil {

@@ -1,4 +1,4 @@
-// Package csihook is the allocation's side of CSI volume claims (Nomad's
+// Package claimhook is the allocation's side of CSI volume claims (Nomad's
 // csi_hook): before any task starts, the allocation's claims are recorded
 // (if submission did not already) and waited for until the volume
 // reconciler (package csi) has published each one; the tasks then get bind
@@ -8,7 +8,7 @@
 // agent: which volumes, which requests, whether they can be granted, and
 // whether a volume allows only one writer (an update then stops the old
 // allocations first).
-package csihook
+package claimhook
 
 import (
 	"context"
