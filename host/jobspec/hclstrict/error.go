@@ -190,8 +190,12 @@ func subjectLine(src []byte, s *hcl.Range, lineStart, lineEnd int) (quoted, care
 	end := min(max(s.End.Byte, start), lineEnd)
 	from, to := lineStart, lineEnd
 	if to-from > maxQuotedLine {
-		// A quarter of the room before the subject, the rest after.
-		from = max(lineStart, min(start-maxQuotedLine/4, lineEnd-maxQuotedLine))
+		// The line's start while the subject is in the first half of the
+		// room, which shows the key; else a quarter of the room before
+		// the subject and the rest after.
+		if start-lineStart > maxQuotedLine/2 {
+			from = max(lineStart, min(start-maxQuotedLine/4, lineEnd-maxQuotedLine))
+		}
 		to = min(lineEnd, from+maxQuotedLine)
 		for from > lineStart && !utf8.RuneStart(src[from]) {
 			from--
