@@ -112,7 +112,7 @@ func (s *nativeScan) run() *problem {
 
 func (s *nativeScan) reset() {
 	// Room for a job file's usual 8 levels and their strings.
-	s.stack = append(make([]frame, 0, 24), frame{kind: frameTop})
+	s.stack = append(make([]frame, 0, 16), frame{kind: frameTop})
 	s.depth = 0
 }
 
