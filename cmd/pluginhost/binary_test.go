@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/pluginhost/pluginhost/api"
+	"github.com/pluginhost/pluginhost/internal/badjobs"
 	"github.com/pluginhost/pluginhost/internal/testbin"
 )
 
@@ -35,6 +37,41 @@ func TestBinaryValidateAndVersion(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "no such file") {
 		t.Errorf("validate missing file: %v %s", err, stderr.String())
+	}
+}
+
+// TestBinaryValidateRefusesHostileFiles: `job validate` on issue 26's files
+// prints where each crosses a limit and exits 1; the nested one used to
+// end the process with "fatal error: stack overflow" (exit 2).
+func TestBinaryValidateRefusesHostileFiles(t *testing.T) {
+	bin := testbin.MustPath(t, "pluginhost")
+	dir := t.TempDir()
+	for name, c := range map[string]struct {
+		src  []byte
+		want string
+	}{
+		"nested.hcl": {badjobs.NestedParens(badjobs.IssueNesting), ":3:75: Nesting too deep"},
+		"wide.hcl":   {badjobs.ManyGroups(badjobs.IssueGroups, badjobs.IssueCount), ":58783:14: Job file too large"},
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, c.src, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "job", "validate", path)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Errorf("%s: %v, want exit status 1; stderr:\n%.2000s", name, err, stderr.String())
+			continue
+		}
+		if !strings.HasPrefix(stderr.String(), "Job validation errors:\n"+path+c.want+"\n") || stdout.Len() != 0 {
+			t.Errorf("%s: stdout %q, stderr:\n%.2000s", name, stdout.String(), stderr.String())
+		}
+		if stderr.Len() > 2000 {
+			t.Errorf("%s: %d bytes of error for one problem", name, stderr.Len())
+		}
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/pluginhost/pluginhost/host/jobspec/hclstrict"
 )
 
-// MaxFileSize bounds what ParseFile reads.
+// MaxFileSize bounds an agent config. The example config is 9 KB.
 const MaxFileSize = 1 << 20
 
 var rootSchema = &hcl.BodySchema{
@@ -61,12 +61,11 @@ func ParseFile(path string) (*Config, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("config file %s: not a regular file", path)
 	}
+	// One byte more than the limit is enough for parse to refuse the file
+	// where it crosses it.
 	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read config file: %w", err)
-	}
-	if len(src) > MaxFileSize {
-		return nil, fmt.Errorf("config file %s: larger than the %d byte limit", path, MaxFileSize)
 	}
 	c, err := parse(src, path, filepath.Dir(abs))
 	if err != nil {
@@ -87,6 +86,10 @@ func Parse(src []byte, filename string) (*Config, error) {
 }
 
 func parse(src []byte, filename, baseDir string) (*Config, error) {
+	// hcl's parser recurses without a bound of its own.
+	if err := hclstrict.CheckSource(src, filename, hclstrict.SourceLimits{Kind: "agent config", MaxBytes: MaxFileSize}); err != nil {
+		return nil, err
+	}
 	p := hclparse.NewParser()
 	file, diags := p.ParseHCL(src, filename)
 	d := &hclstrict.Decoder{}

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/pluginhost/pluginhost/internal/badjobs"
 )
 
 func BenchmarkParseDemo(b *testing.B) {
@@ -56,5 +58,28 @@ func BenchmarkInterpolate(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = Interpolate("--endpoint=${CSI_ENDPOINT} --node-id=${node.unique.name} ${UNKNOWN}", vars)
+	}
+}
+
+// BenchmarkParseRefused measures the refusal of issue 26's files, with the
+// error's text, as the API and the CLI pay for it.
+func BenchmarkParseRefused(b *testing.B) {
+	for name, src := range map[string][]byte{
+		"nested": badjobs.NestedParens(badjobs.IssueNesting),
+		"wide":   badjobs.ManyGroups(badjobs.IssueGroups, badjobs.IssueCount),
+		// Within the size limit, refused after parsing, before decoding.
+		"groups": groupsOfTasks(MaxGroups+1, 1, 1),
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(src)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_, err := Parse(src, name+".hcl")
+				if err == nil {
+					b.Fatal("want an error")
+				}
+				_ = err.Error()
+			}
+		})
 	}
 }

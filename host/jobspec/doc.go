@@ -14,6 +14,15 @@
 // error, after which decoding is skipped because the partial tree would
 // produce misleading follow-on errors.
 //
+// Limits come first, each refused with one located error before the work
+// it bounds: hclstrict.CheckSource refuses a file over MaxFileSize, nested
+// too deep or chaining too many operators before hcl parses it (hcl
+// recurses without a bound of its own), the decoder refuses a job of more
+// than MaxGroups groups or a group of more than MaxTasksPerGroup tasks
+// before decoding them, and a job whose groups ask for more than MaxAllocs
+// allocations or MaxTasks tasks before decoding its tasks. Validate holds
+// JSON jobs to the same counts.
+//
 // Decoding and validating are separate. The decoder only knows about the
 // file's shape (syntax, unknown keys, value types, repeated blocks, missing
 // required keys) and records where each Job field was written. Every other

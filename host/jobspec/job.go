@@ -53,9 +53,23 @@ func decodeJob(d *decoder, block *hcl.Block) *Job {
 	// only through the groups, as in Nomad's canonical form.
 	jobUpdate := decodeUpdate(d, d.AtMostOne(updateBlocks), "Update").over(nil)
 
+	if len(groupBlocks) > MaxGroups {
+		// Nothing of the groups is decoded: the job is refused either way,
+		// and decoding is the work the limit is there to spare.
+		summary, detail := tooManyGroups(len(groupBlocks))
+		d.Errorf(groupBlocks[MaxGroups].DefRange, summary, "%s", detail)
+		d.Fail("TaskGroups")
+		return job
+	}
+	var sums jobSize
 	for _, gb := range groupBlocks {
+		if sums.over {
+			// Refused already; the rest is work the limit is there
+			// to spare.
+			break
+		}
 		f := fieldIndex("TaskGroups", len(job.TaskGroups))
-		g := decodeGroup(d, job, jobUpdate, gb, f)
+		g := decodeGroup(d, job, jobUpdate, gb, f, &sums)
 		if jobUpdate != nil {
 			// A problem with a value the group took from the job's block
 			// is shown where it is written.

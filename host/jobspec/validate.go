@@ -112,7 +112,14 @@ func validate(job *Job) []Problem {
 	if len(job.TaskGroups) == 0 {
 		v.Add("TaskGroups", "Missing group", "Job %q has no `group` block; a job needs at least one.", job.ID)
 	}
+	if n := len(job.TaskGroups); n > MaxGroups {
+		// Validating every group is the work the limit is there to spare.
+		summary, detail := tooManyGroups(n)
+		v.Add(fmt.Sprintf("TaskGroups[%d]", MaxGroups), summary, "%s", detail)
+		return v.Problems
+	}
 	seen := map[string]bool{}
+	var sums jobSize
 	for i, g := range job.TaskGroups {
 		f := fmt.Sprintf("TaskGroups[%d]", i)
 		if g == nil {
@@ -124,8 +131,48 @@ func validate(job *Job) []Problem {
 		}
 		seen[g.Name] = true
 		v.group(f, job, g)
+		if p, over := sums.add(f, g.Name, g.Count, len(g.Tasks)); over {
+			v.Problems = append(v.Problems, p)
+		}
 	}
 	return v.Problems
+}
+
+// jobSize is the running total of what a job's groups so far ask for.
+type jobSize struct {
+	allocs, tasks int
+	// over is set once a total is over its limit: reported once, at the
+	// group that took it over.
+	over bool
+}
+
+// add adds the group at field f, named name, of count allocations of
+// tasks tasks, and returns the problem of the first total it takes over
+// its limit.
+func (s *jobSize) add(f, name string, count, tasks int) (Problem, bool) {
+	if s.over {
+		return Problem{}, false
+	}
+	// A count out of range is reported as such, not again as too many
+	// allocations; clamped, it cannot overflow the sums either.
+	n := min(max(count, 0), maxCount)
+	s.allocs += n
+	s.tasks += max(n, 1) * min(tasks, MaxTasksPerGroup+1)
+	var ps hclstrict.Problems
+	switch {
+	case s.allocs > MaxAllocs:
+		ps.Add(f+".Count", "Too many allocations",
+			"A job may run at most %d allocations, the sum of its groups' counts; with group %q's count of %d this one asks for %d.",
+			MaxAllocs, name, count, s.allocs)
+	case s.tasks > MaxTasks:
+		ps.Add(f, "Too many tasks",
+			"A job may have at most %d tasks, a group's tasks counted once for each allocation it runs (once for count 0); with group %q (count %d, %d tasks) this one has %d.",
+			MaxTasks, name, count, tasks, s.tasks)
+	default:
+		return Problem{}, false
+	}
+	s.over = true
+	return ps[0], true
 }
 
 func (v *validation) group(f string, job *Job, g *TaskGroup) {
@@ -156,6 +203,11 @@ func (v *validation) group(f string, job *Job, g *TaskGroup) {
 
 	if len(g.Tasks) == 0 {
 		v.Add(f+".Tasks", "Missing task", "Group %q has no `task` block; a group needs at least one.", g.Name)
+	}
+	if n := len(g.Tasks); n > MaxTasksPerGroup {
+		summary, detail := tooManyTasksInGroup(g.Name, n)
+		v.Add(fmt.Sprintf("%s.Tasks[%d]", f, MaxTasksPerGroup), summary, "%s", detail)
+		return
 	}
 	seen := map[string]bool{}
 	plugins := map[string]*pluginUse{}

@@ -2,6 +2,7 @@ package volumespec
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -46,12 +47,11 @@ func parseFile(path string, op Op) (*Volume, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("volume file %s: not a regular file", path)
 	}
+	// One byte more than the limit is enough for parse to refuse the file
+	// where it crosses it.
 	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read volume file: %w", err)
-	}
-	if len(src) > MaxFileSize {
-		return nil, fmt.Errorf("volume file %s: larger than the %d byte limit", path, MaxFileSize)
 	}
 	// Diagnostics name the file as the user wrote it, which is what their
 	// terminal and editor can jump to.
@@ -73,7 +73,8 @@ func parse(src []byte, filename string, op Op) (*Volume, error) {
 		return nil, err
 	}
 	if v == nil {
-		// Unreachable: decode only skips decoding after a syntax error.
+		// Unreachable: decode only skips decoding after a limit or a
+		// syntax error, which it reports.
 		return nil, fmt.Errorf("volume file %s: no volume", filename)
 	}
 	return v, nil
@@ -82,8 +83,19 @@ func parse(src []byte, filename string, op Op) (*Volume, error) {
 // decode parses src in the syntax it is written in and decodes the volume
 // without Validate's rules.
 func decode(src []byte, filename string) (*Volume, *decoder, map[string]*hcl.File) {
-	p := hclparse.NewParser()
 	json := isJSON(src, filename)
+	limits := hclstrict.SourceLimits{Kind: "volume file", MaxBytes: MaxFileSize}
+	if json {
+		limits.Syntax = hclstrict.SyntaxJSON
+	}
+	// hcl's parsers, JSON's too, recurse without a bound of their own.
+	var de *hclstrict.DiagnosticsError
+	if err := hclstrict.CheckSource(src, filename, limits); errors.As(err, &de) {
+		d := newDecoder(json)
+		d.Add(de.Diags)
+		return nil, d, de.Files
+	}
+	p := hclparse.NewParser()
 	var (
 		file  *hcl.File
 		diags hcl.Diagnostics

@@ -22,7 +22,7 @@ func TestParseFileIOErrors(t *testing.T) {
 	if err := os.WriteFile(big, make([]byte, MaxFileSize+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ParseFile(big); err == nil || !strings.Contains(err.Error(), "limit") {
+	if _, err := ParseFile(big); err == nil || !strings.Contains(err.Error(), big+":1:1048577: Volume file too large") {
 		t.Errorf("oversized file: %v", err)
 	}
 }
@@ -78,5 +78,23 @@ func TestDiagnosticText(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("error text lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+// A JSON volume file's strings are taken as written, never parsed as
+// templates (the decoder gives hcl no evaluation context), so templates
+// nested in one another cannot overflow the parser there: here 100,000 of
+// them, which in a native syntax file would.
+func TestJSONStringsAreNotTemplates(t *testing.T) {
+	deep := strings.Repeat("${", 100_000) + strings.Repeat("}", 100_000)
+	src := `{"id": "a", "name": "a", "type": "csi", "plugin_id": "p",
+	  "capability": [{"access_mode": "single-node-writer", "attachment_mode": "file-system"}],
+	  "parameters": {"k": "` + deep + `"}}`
+	v, err := Parse([]byte(src), "deep.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Parameters["k"] != deep {
+		t.Errorf("the parameter was not taken as written")
 	}
 }

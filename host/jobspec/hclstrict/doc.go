@@ -1,7 +1,8 @@
 // Package hclstrict is the strict HCL decoding shared by job files
-// (host/jobspec) and the agent configuration (host/config).
+// (host/jobspec), volume files (host/volumespec) and the agent
+// configuration (host/config).
 //
-// Both file kinds are decoded by hand against hcl.BodySchema instead of with
+// All three are decoded by hand against hcl.BodySchema instead of with
 // gohcl struct tags. Hand decoding keeps the hcl.Range of every attribute and
 // block, so validation that happens after type conversion (a signal name, a
 // duration, a reference to an undeclared volume) can still point at the exact
@@ -29,6 +30,15 @@
 // by Go field path as Problems; Fields is a Decoder that records where each
 // field path was written and places those Problems back in the file, at the
 // field or the closest enclosing one that was written.
+//
+// CheckSource runs before any parser: hcl's parsers and evaluator recurse
+// once per level of nesting and per link of an operator chain with no
+// bound of their own, so a deep enough file overflows the goroutine stack,
+// which ends the process. It refuses a file over its kind's size limit,
+// nested deeper than MaxNestingDepth or chaining more than
+// MaxExpressionOperators links, with one located diagnostic, after one
+// pass over the bytes that reads strings, heredocs and comments exactly
+// as hcl's scanner does (see scan.go for how).
 //
 // The corpustest subpackage checks directories of malformed files whose
 // first lines say which diagnostics they must produce and where.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/zclconf/go-cty/cty"
 )
 
 func parse(t *testing.T, p *hclparse.Parser, name, src string) *hcl.File {
@@ -98,5 +99,58 @@ func TestErrorOutOfRangeSubjects(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("missing %q in:\n%s", want, text)
 		}
+	}
+}
+
+// A long line is quoted around the subject, so that a file of one huge
+// line (generated, or made to hurt) does not flood the terminal, and the
+// carets still point at the subject.
+func TestErrorQuotesAroundTheSubjectOfALongLine(t *testing.T) {
+	line := "a = [" + strings.Repeat(`"x", `, 1000) + `"here", ` + strings.Repeat(`"y", `, 1000) + "]"
+	p := hclparse.NewParser()
+	parse(t, p, "long.hcl", "b = 1\n"+line+"\n")
+	start := len("b = 1\n") + strings.Index(line, `"here"`)
+	d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Bad item", Detail: "No.",
+		Subject: rng("long.hcl", 2, strings.Index(line, `"here"`)+1, start, start+len(`"here"`))}
+	lines := strings.Split(NewError(hcl.Diagnostics{d}, p.Files()).Error(), "\n")
+	if len(lines) != 6 {
+		t.Fatalf("got %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	quoted, caret := lines[2], lines[3]
+	if len(quoted) > maxQuotedLine+20 || !strings.HasPrefix(quoted, "   2: ... ") || !strings.HasSuffix(quoted, " ...") {
+		t.Errorf("quoted line (%d bytes): %q", len(quoted), quoted)
+	}
+	if at := strings.Index(caret, "^"); at < 0 || !strings.HasPrefix(quoted[at:], `"here"`) || strings.Count(caret, "^") != len(`"here"`) {
+		t.Errorf("carets do not underline the subject:\n%s\n%s", quoted, caret)
+	}
+	// A line of the range's context that is not the subject's is cut too.
+	d.Context = &hcl.Range{Filename: "long.hcl", Start: hcl.Pos{Line: 1, Column: 1, Byte: 0}, End: d.Subject.End}
+	d.Subject = rng("long.hcl", 1, 1, 0, 1)
+	text := NewError(hcl.Diagnostics{d}, p.Files()).Error()
+	for _, l := range strings.Split(text, "\n") {
+		if len(l) > maxQuotedLine+20 {
+			t.Errorf("a quoted line of %d bytes:\n%s", len(l), text)
+		}
+	}
+}
+
+// What an expression's variables held stays in the text, as hcl's writer
+// puts it.
+func TestErrorSaysWhatVariablesHeld(t *testing.T) {
+	p := hclparse.NewParser()
+	f := parse(t, p, "v.hcl", "a = x + 1\n")
+	attrs, _ := f.Body.JustAttributes()
+	_, diags := attrs["a"].Expr.Value(&hcl.EvalContext{Variables: map[string]cty.Value{"x": cty.StringVal("s")}})
+	got := NewError(diags, p.Files()).Error()
+	want := "v.hcl:1:5: Invalid operand\n" +
+		"  on v.hcl line 1:\n" +
+		"   1: a = x + 1\n" +
+		"          ^\n" +
+		"\n" +
+		"with x as \"s\".\n" +
+		"\n" +
+		"Unsuitable value for left operand: a number is required."
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 }
