@@ -113,7 +113,7 @@ func listenUnix(ctx context.Context, path string) (net.Listener, error) {
 	// The socket is bound with the umask's mode; only its owner (and
 	// root: kubelet, the Nomad client, the pluginhost agent) has any
 	// business connecting.
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := chmodSocket(path, 0o600); err != nil {
 		_ = lis.Close()
 		return nil, fmt.Errorf("sdk: chmod %s: %w", path, err)
 	}
