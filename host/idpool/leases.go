@@ -40,7 +40,28 @@ func OpenLeases(dir, dataDir string) (*Leases, error) {
 	if !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 {
 		return nil, fmt.Errorf("id leases: %s is %v: want a directory only its owner writes", dir, fi.Mode())
 	}
-	return &Leases{dir: dir, owner: []byte(abs)}, nil
+	l := &Leases{dir: dir, owner: []byte(abs)}
+	l.sweep()
+	return l, nil
+}
+
+// sweep removes the leases of agents whose data dir is gone (killed and
+// deleted, as tests and dev agents are): they would be taken over one by
+// one anyway, but would pile up until then.
+func (l *Leases) sweep() {
+	ents, err := os.ReadDir(l.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		p := filepath.Join(l.dir, e.Name())
+		if holder, err := os.ReadFile(p); err == nil && !holderLive(holder) {
+			_ = os.Remove(p)
+		}
+	}
 }
 
 // take leases id for this agent: true if it now holds it (a lease of its

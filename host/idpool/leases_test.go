@@ -112,3 +112,25 @@ func TestLeasesRefuseAWritableDir(t *testing.T) {
 		t.Fatal("a world-writable lease directory was accepted")
 	}
 }
+
+// Opening the leases removes those of agents whose data dir is gone, and
+// leaves a live agent's.
+func TestLeasesSweptAtOpen(t *testing.T) {
+	leases := filepath.Join(t.TempDir(), "ids")
+	live, dead := agentDir(t), agentDir(t)
+	a, b := sharedPool(t, leases, live), sharedPool(t, leases, dead)
+	if _, err := a.Acquire("x", 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Acquire("y", 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dead); err != nil {
+		t.Fatal(err)
+	}
+	sharedPool(t, leases, agentDir(t))
+	ents, err := os.ReadDir(leases)
+	if err != nil || len(ents) != 2 {
+		t.Fatalf("after the sweep %d leases (%v), want the live agent's 2", len(ents), err)
+	}
+}
