@@ -1,6 +1,7 @@
 # pluginhost. `make run` starts the agent with the demo plugin on a temporary
-# data dir; `make test` runs everything CI runs. Only Go is needed: every tool
-# the tests use is a Go module fetched by the go command itself.
+# data dir; `make test` runs everything CI runs. Go is needed, and for the web
+# UI's tests Debian's Chromium, which `make test` installs (browser); every
+# other tool the tests use is a Go module fetched by the go command itself.
 
 GO       ?= go
 BIN      := $(CURDIR)/bin
@@ -10,7 +11,7 @@ PKGS     := ./...
 API      := api
 FUZZTIME ?= 1m
 
-.PHONY: all build run test lint vet fmt-check unit cross portable fuzz bench chaos clean generate
+.PHONY: all build run test lint vet fmt-check unit cross portable fuzz bench chaos clean generate browser screenshots
 
 all: build
 
@@ -62,7 +63,23 @@ run: build
 # Exploratory fuzzing is not part of `make test`: a new finding would turn CI
 # red at random. `go test` replays every fuzz target's seed corpus and the
 # saved findings under testdata/fuzz, so a bug once found stays covered.
-test: lint cross build unit portable
+test: lint cross build browser unit portable
+
+# The web UI is tested in a real browser: Debian's Chromium, installed here
+# when missing (CI runs as root on a Debian machine). The UI's tests fail
+# rather than skip when make runs them (PLUGINHOST_REQUIRE_BROWSER).
+CHROMIUM ?= /usr/bin/chromium
+
+browser:
+	@test -x $(CHROMIUM) || { echo "installing Debian's chromium for the UI's tests"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null || \
+		{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }; }
+	@$(CHROMIUM) --version
+
+# The README's screenshots, taken by the UI's browser tests.
+screenshots: build browser
+	PLUGINHOST_TEST_BIN_DIR=$(BIN) PLUGINHOST_SCREENSHOTS=$(CURDIR)/docs/screenshots \
+		$(GO) test -count=1 -run '^TestUIWalksEveryPage$$' ./e2e
 
 lint: fmt-check vet
 
@@ -74,8 +91,8 @@ vet:
 	$(GO) vet $(PKGS)
 	cd $(API) && $(GO) vet ./...
 
-unit: build
-	PLUGINHOST_TEST_BIN_DIR=$(BIN) $(GO) test -race -count=1 -timeout 12m $(PKGS)
+unit: build browser
+	PLUGINHOST_TEST_BIN_DIR=$(BIN) PLUGINHOST_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 12m $(PKGS)
 	cd $(API) && $(GO) test -race -count=1 -timeout 5m ./...
 
 # What other programs import (the client module, the sdk, the registry)

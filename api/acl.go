@@ -1,5 +1,7 @@
 package api
 
+import "time"
+
 // ACLToken is one of the agent's tokens. Only /v1/acl/tokens answers with
 // SecretID, and only to the management token or the unix socket.
 type ACLToken struct {
@@ -45,3 +47,31 @@ const (
 	// config file changes it.
 	TokenSourceConfig = "config"
 )
+
+// OneTimeToken is the answer of POST /v1/acl/token/onetime: a secret that
+// a browser exchanges, once and before ExpiresAt, for the token of the
+// caller's role (`pluginhost ui -authenticate`, as `nomad ui
+// -authenticate`). It travels in the UI's URL fragment, never as a token.
+type OneTimeToken struct {
+	OneTimeSecretID string
+	ExpiresAt       time.Time
+}
+
+// OneTimeTokenExchangeRequest is the body of POST
+// /v1/acl/token/onetime/exchange.
+type OneTimeTokenExchangeRequest struct {
+	OneTimeSecretID string
+}
+
+// OneTimeTokenExchangeResponse is what the exchange answers: the token of
+// the role that made the one-time token ("management" or "read").
+type OneTimeTokenExchangeResponse struct {
+	Token *ACLToken
+}
+
+// UIListener is the answer of POST /v1/agent/ui: where a browser reaches
+// the agent's UI (an http:// URL on loopback). An agent on a unix socket
+// opens a loopback port for it on the first call.
+type UIListener struct {
+	URL string
+}

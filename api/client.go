@@ -131,6 +131,36 @@ func (c *Client) RotateToken(ctx context.Context, typ string) (*ACLTokens, error
 	return &out, nil
 }
 
+// CreateOneTimeToken asks for a one-time token of this client's role
+// (management on the unix socket), for a browser to exchange.
+func (c *Client) CreateOneTimeToken(ctx context.Context) (*OneTimeToken, error) {
+	var out OneTimeToken
+	if err := c.do(ctx, http.MethodPost, "/v1/acl/token/onetime", nil, struct{}{}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ExchangeOneTimeToken exchanges a one-time token for the token it stands
+// for; it works once. It needs no token of its own.
+func (c *Client) ExchangeOneTimeToken(ctx context.Context, secret string) (*ACLToken, error) {
+	var out OneTimeTokenExchangeResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/acl/token/onetime/exchange", nil, &OneTimeTokenExchangeRequest{OneTimeSecretID: secret}, &out); err != nil {
+		return nil, err
+	}
+	return out.Token, nil
+}
+
+// UIListener returns the URL of the agent's web UI, opening a loopback
+// listener for it on an agent that has none (management only).
+func (c *Client) UIListener(ctx context.Context) (*UIListener, error) {
+	var out UIListener
+	if err := c.do(ctx, http.MethodPost, "/v1/agent/ui", nil, struct{}{}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Addr returns the address the client talks to.
 func (c *Client) Addr() string { return c.addr.String() }
 

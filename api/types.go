@@ -1,6 +1,9 @@
 package api
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // The wire types of the HTTP API. Field names follow Nomad's api package
 // where the concept is the same, so that people (and scripts) that know
@@ -106,6 +109,10 @@ type Job struct {
 	SubmitTime int64
 	ModifyTime int64
 	JobSummary *JobSummary
+	// Spec is the version's whole job as the agent parsed it (JSON), in
+	// GET /v1/job/<id>/versions only: what the UI diffs between two
+	// versions, as `nomad job history -p` does.
+	Spec json.RawMessage `json:",omitempty"`
 }
 
 // TaskGroup is the part of a group's spec that status views show.

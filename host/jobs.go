@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -147,6 +148,9 @@ func (a *Agent) JobVersions(ctx context.Context, jobID string) ([]*api.Job, erro
 		j := apiconv.Job(v.Job)
 		j.Version, j.SubmitTime, j.Stable = v.Version, v.SubmitTime.UnixNano(), v.Stable
 		j.Stop = v.Version == js.Job.Version && js.Job.Stop
+		if spec, err := json.Marshal(v.Job); err == nil {
+			j.Spec = spec
+		}
 		out = append(out, j)
 	}
 	return out, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/pluginhost/pluginhost/host"
 	"github.com/pluginhost/pluginhost/host/apiserver"
 	"github.com/pluginhost/pluginhost/host/config"
+	"github.com/pluginhost/pluginhost/host/webui"
 	"github.com/pluginhost/pluginhost/internal/mountinfo"
 )
 
@@ -176,6 +177,7 @@ func runAgent(ctx context.Context, cfgPath string, dev bool, ui cli.Ui) int {
 	srvCfg := apiserver.ServerConfig{
 		Addr: addr, Backend: agent, Logger: logger,
 		Metrics: agent.Metrics(), EnableDebug: cfg.EnableDebug, Tokens: tokens,
+		UI: webui.Handler(),
 	}
 	srv, err := apiserver.NewServer(srvCfg)
 	if err != nil {

@@ -147,6 +147,7 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"operator":               func() (cli.Command, error) { return &OperatorCommand{Meta: m}, nil },
 		"operator metrics":       func() (cli.Command, error) { return &OperatorMetricsCommand{Meta: m}, nil },
 		"operator token":         func() (cli.Command, error) { return &OperatorTokenCommand{Meta: m}, nil },
+		"ui":                     func() (cli.Command, error) { return &UICommand{Meta: m}, nil },
 		"logmon":                 func() (cli.Command, error) { return &LogmonCommand{Meta: m}, nil },
 		"version":                func() (cli.Command, error) { return &VersionCommand{Meta: m}, nil },
 	}

@@ -16,12 +16,20 @@ import (
 // On TCP every request needs a token (X-Nomad-Token or Authorization:
 // Bearer); the read token may only GET. On the unix socket the file mode
 // (0600 in a 0700 directory) already said who may connect, and no token is
-// asked. Everywhere, what a web page can send is refused whatever token it
-// carries: a Host that is not a loopback name (DNS rebinding), an Origin
-// header or a Sec-Fetch-Site other than "none" (a browser's fetch), and a
-// body on a mutating request that is not application/json (a "simple"
-// cross-site POST needs no preflight only with text/plain or a form type).
-// No answer carries CORS headers, so no browser lets a page read one.
+// asked. Everywhere, what another web page can send is refused whatever
+// token it carries: a Host that is not a loopback name (DNS rebinding), an
+// Origin that is not this listener's own or a Sec-Fetch-Site other than
+// "none" or "same-origin" (another site's fetch), and a body on a mutating
+// request that is not application/json (a "simple" cross-site POST needs no
+// preflight only with text/plain or a form type). No answer carries CORS
+// headers, so no browser lets another page read one.
+//
+// The agent's own UI is the one page let through: served from this
+// listener, its requests carry Origin http://<the Host they name> and
+// Sec-Fetch-Site same-origin, and its token in X-Nomad-Token. Its pages and
+// the one-time token's exchange are the public routes, which need no token
+// (routeTable); everything they show comes from routes that do. The unix
+// socket takes no Origin at all: no browser reaches it.
 
 // ctxKey keys the request context's values of this package.
 type ctxKey int
@@ -47,13 +55,16 @@ type refusal struct {
 // guard wraps next with the checks above.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ref, tok := s.check(r)
+		ref, tok, public := s.check(r)
 		if ref != nil {
 			s.refuse(w, r, ref)
 			return
 		}
 		ctx := r.Context()
 		rl := roleManagement
+		if public && tok == nil && s.addr.Network == "tcp" {
+			rl = roleNone
+		}
 		if tok != nil {
 			if tok.typ == api.TokenTypeRead {
 				rl = roleRead
@@ -74,44 +85,62 @@ func (s *Server) guard(next http.Handler) http.Handler {
 }
 
 // check returns why r is refused, or the token it authenticated with (nil
-// on the unix socket, where none is needed).
-func (s *Server) check(r *http.Request) (*refusal, *token) {
+// on the unix socket, where none is needed, and on a public route without
+// one), and whether r's route is public.
+func (s *Server) check(r *http.Request) (ref *refusal, tok *token, public bool) {
 	tcp := s.addr.Network == "tcp"
 	if tcp && !hostAllowed(r.Host) {
 		return &refusal{http.StatusForbidden, "Host",
-			"the Host header must name this agent by a loopback address or localhost; other names are refused (DNS rebinding)"}, nil
+			"the Host header must name this agent by a loopback address or localhost; other names are refused (DNS rebinding)"}, nil, false
 	}
-	if _, ok := r.Header["Origin"]; ok {
+	if origin, ok := r.Header["Origin"]; ok && !(tcp && sameOrigin(origin, r.Host)) {
 		return &refusal{http.StatusForbidden, "Origin",
-			"requests from web pages (with an Origin header) are refused; the CLI and the Go client send none"}, nil
+			"requests from web pages other than the agent's own UI (with an Origin header) are refused; the CLI and the Go client send none"}, nil, false
 	}
-	if v := r.Header.Get("Sec-Fetch-Site"); v != "" && v != "none" {
+	if v := r.Header.Get("Sec-Fetch-Site"); v != "" && v != "none" && !(tcp && v == "same-origin") {
 		return &refusal{http.StatusForbidden, "Sec-Fetch-Site",
-			"requests a web page made (Sec-Fetch-Site: " + clip(v) + ") are refused"}, nil
+			"requests another web page made (Sec-Fetch-Site: " + clip(v) + ") are refused"}, nil, false
 	}
-	var tok *token
+	if s.public != nil {
+		_, pattern := s.public.Handler(r)
+		public = pattern != ""
+	}
 	if tcp {
 		secret, ref := tokenOf(r)
 		if ref != nil {
-			return ref, nil
+			if public {
+				ref = nil // no token, and none needed
+			} else {
+				return ref, nil, public
+			}
 		}
-		tok = s.cfg.Tokens.authenticate(secret)
-		if tok == nil {
-			return &refusal{http.StatusForbidden, api.HeaderToken, "the token is not valid (it may have been rotated)"}, nil
-		}
-		if tok.typ == api.TokenTypeRead && !readOnlyMethod(r.Method) {
-			return &refusal{http.StatusForbidden, api.HeaderToken,
-				"the read token may only GET; " + r.Method + " needs the management token"}, nil
+		if secret != "" {
+			tok = s.cfg.Tokens.authenticate(secret)
+			if tok == nil {
+				return &refusal{http.StatusForbidden, api.HeaderToken, "the token is not valid (it may have been rotated)"}, nil, public
+			}
+			if tok.typ == api.TokenTypeRead && !readOnlyMethod(r.Method) {
+				return &refusal{http.StatusForbidden, api.HeaderToken,
+					"the read token may only GET; " + r.Method + " needs the management token"}, nil, public
+			}
 		}
 	}
 	if !readOnlyMethod(r.Method) && hasBody(r) {
 		ct := r.Header.Get("Content-Type")
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			return &refusal{http.StatusUnsupportedMediaType, "Content-Type",
-				"a request body must be application/json, got Content-Type " + quoteOrNone(ct)}, nil
+				"a request body must be application/json, got Content-Type " + quoteOrNone(ct)}, nil, public
 		}
 	}
-	return nil, tok
+	return nil, tok, public
+}
+
+// sameOrigin reports whether a request's Origin header is this listener's
+// own, as the UI it serves sends it: http://<host> with exactly the Host
+// the request names (which hostAllowed checked to be loopback). A page of
+// another loopback port is another origin.
+func sameOrigin(origin []string, host string) bool {
+	return len(origin) == 1 && origin[0] == "http://"+host
 }
 
 // tokenOf returns the request's token: X-Nomad-Token, else Authorization:
@@ -179,11 +208,17 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, ref *refusal) {
 	writeJSON(w, s.log, ref.status, api.ErrorResponse{Error: ref.msg, Field: ref.field})
 }
 
+// roleOf is what the guard let r do.
+func roleOf(r *http.Request) role {
+	rl, _ := r.Context().Value(roleKey).(role)
+	return rl
+}
+
 // requireManagement lets only management callers through: the unix
 // socket's and the management token's.
 func (s *Server) requireManagement(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rl, _ := r.Context().Value(roleKey).(role); rl != roleManagement {
+		if roleOf(r) != roleManagement {
 			s.refuse(w, r, &refusal{http.StatusForbidden, api.HeaderToken, r.URL.Path + " needs the management token"})
 			return
 		}

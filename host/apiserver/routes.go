@@ -18,6 +18,10 @@ type route struct {
 	// management routes are refused to the read token, GETs included:
 	// they show secrets or the agent's memory.
 	management bool
+	// public routes need no token on TCP (the UI's pages, the one-time
+	// token's exchange); the guard's Host, Origin and body checks still
+	// apply.
+	public bool
 }
 
 // routeTable is the API's URL map, Nomad's paths where the concept is the
@@ -71,11 +75,21 @@ func (s *Server) routeTable() []route {
 	acl := []route{
 		m("/v1/acl/tokens", methods{http.MethodGet: s.listTokens}),
 		m("/v1/acl/tokens/rotate", methods{http.MethodPost: s.rotateToken, http.MethodPut: s.rotateToken}),
+		m("/v1/agent/ui", methods{http.MethodPost: s.openUI, http.MethodPut: s.openUI}),
+		// A management login for a browser; a read token's holder signs
+		// in with that token instead (the read token may only GET).
+		m("/v1/acl/token/onetime", methods{http.MethodPost: s.createOneTime, http.MethodPut: s.createOneTime}),
 	}
 	for i := range acl {
 		acl[i].management = true
 	}
 	rt = append(rt, acl...)
+	pub := func(r route) route { r.public = true; return r }
+	rt = append(rt,
+		pub(m("/v1/acl/token/onetime/exchange", methods{http.MethodPost: s.exchangeOneTime, http.MethodPut: s.exchangeOneTime})),
+		pub(m("/ui/", methods{http.MethodGet: s.serveUI, http.MethodHead: s.serveUI})),
+		pub(m("/{$}", methods{http.MethodGet: redirectToUI, http.MethodHead: redirectToUI})),
+	)
 	if s.cfg.EnableDebug {
 		rt = append(rt, s.debugRoutes()...)
 	}
@@ -90,13 +104,18 @@ func (s *Server) routeTable() []route {
 // routes serves routeTable behind the guard.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
+	public := http.NewServeMux()
 	for _, rt := range s.routeTable() {
 		h := rt.handler
 		if rt.management {
 			h = s.requireManagement(h)
 		}
 		mux.Handle(rt.pattern, h)
+		if rt.public {
+			public.Handle(rt.pattern, h)
+		}
 	}
+	s.public = public
 	return s.guard(mux)
 }
 

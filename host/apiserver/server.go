@@ -122,6 +122,10 @@ type ServerConfig struct {
 	// Limits are the timeouts and the connection cap; zero values take
 	// the defaults.
 	Limits Limits
+	// UI serves the web UI under /ui/ (package host/webui); nil answers 404
+	// there. Its pages need no token: what they show comes from the API,
+	// which does.
+	UI http.Handler
 }
 
 // Server is the agent's HTTP API. NewServer listens; Serve answers until its
@@ -134,6 +138,8 @@ type Server struct {
 	http *http.Server
 	// promHandler writes the Prometheus text format of cfg.Metrics.
 	promHandler http.Handler
+	// public matches the routes that need no token (routeTable's public).
+	public *http.ServeMux
 
 	// baseCtx parents every request context. Shutdown cancels it first,
 	// because http.Server.Shutdown waits for requests to finish and
@@ -143,6 +149,11 @@ type Server struct {
 
 	shutdownOnce sync.Once
 	shutdownErr  error
+
+	// uiMu guards ui, the loopback listener a unix-socket server opens for
+	// the web UI on the first POST /v1/agent/ui (ui.go).
+	uiMu sync.Mutex
+	ui   *Server
 }
 
 // NewServer validates cfg and starts listening, so that when it returns

@@ -89,6 +89,9 @@ type Tokens struct {
 	// published is the per-user file holding the management token, "" if
 	// none.
 	published string
+
+	// oneTime are the one-time tokens waiting for a browser (onetime.go).
+	oneTime oneTimes
 }
 
 // tokenFile is the JSON kept at TokensConfig.Path.
