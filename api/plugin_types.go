@@ -39,6 +39,10 @@ type PluginInstance struct {
 	Healthy           bool      `json:",omitempty"`
 	HealthDescription string    `json:",omitempty"`
 	CheckTime         time.Time `json:",omitzero"`
+	// BrokerLeases counts the consumers holding a go-plugin broker lease
+	// on this launch (api.HostedClientConfig): when the last one ends, the
+	// agent restarts the launch so that callbacks work again.
+	BrokerLeases int `json:",omitempty"`
 }
 
 // PluginListStub is one row of GET /v1/registry/plugins: a plugin of any

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -423,4 +425,48 @@ func TestGenericPluginDeclared(t *testing.T) {
 	if _, err := a.client.RegisteredPlugin(ctx, "kv", "broken"); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("a stopped declared plugin: %v", err)
 	}
+}
+
+// The agent counts the broker leases held on each launch of a plugin and
+// shows them (the UI's plugin page has a column): one while a consumer
+// holds one, none once it let go, when the agent restarts the launch.
+func TestBrokerLeasesShown(t *testing.T) {
+	e := newEnv(t, "")
+	a := e.start()
+	ids := a.runJob("gpkv", goPluginExampleJob(t, "plugin-go-grpc"))
+	a.waitAlloc(ids[0], "plugin healthy", and(running("kv"), hasEvents("kv", api.TaskPluginHealthy, 1)))
+	ctx := context.Background()
+	rec, err := a.client.PluginReattach(ctx, "kv", "kv_grpc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", e.sock)
+	}}}
+	lctx, release := context.WithCancel(ctx)
+	defer release()
+	req, _ := http.NewRequestWithContext(lctx, http.MethodGet,
+		fmt.Sprintf("http://agent/v1/plugin/kv/kv_grpc/broker?alloc=%s&pid=%d", rec.AllocID, rec.Pid), nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("lease: %d", resp.StatusCode)
+	}
+	leases := func() int {
+		p, err := a.client.RegisteredPlugin(ctx, "kv", "kv_grpc")
+		if err != nil || p.Active == nil {
+			return -1
+		}
+		return p.Active.BrokerLeases
+	}
+	if n := leases(); n != 1 {
+		t.Fatalf("%d leases shown while one is held", n)
+	}
+	release()
+	a.mustWait("the lease gone", 30*time.Second, func(context.Context) (bool, error) { return leases() == 0, nil },
+		api.TopicRegistry, api.TopicPlugin, api.TopicTask)
 }

@@ -13,7 +13,7 @@ import (
 
 // uiURL is what `pluginhost ui -show-url [page]` prints: on this env's
 // unix-socket agent, a loopback URL that signs one browser in once.
-func (e *env) uiURL(t *testing.T, page ...string) string {
+func (e *env) uiURL(t testing.TB, page ...string) string {
 	t.Helper()
 	r := e.cli(append([]string{"ui", "-show-url"}, page...)...)
 	u := strings.TrimSpace(r.stdout)
@@ -24,7 +24,7 @@ func (e *env) uiURL(t *testing.T, page ...string) string {
 }
 
 // origin is the UI's scheme://host:port.
-func origin(t *testing.T, u string) string {
+func origin(t testing.TB, u string) string {
 	t.Helper()
 	p, err := url.Parse(u)
 	if err != nil {
@@ -75,6 +75,15 @@ func TestUIWalksEveryPage(t *testing.T) {
 	}
 	b.open(base + "/ui/jobs/app")
 	b.waitText("main", short(allocs[0].ID), "Rollout", "Last healthy version", "Versions", "Recent events")
+
+	// A job with two versions: the page diffs them.
+	web := shTask("t", e.markerFor("web"), sleeper)
+	a.runJob("web", jobHCL("web", restartPolicy, web))
+	web.env = map[string]string{"COLOR": "blue"}
+	a.runJob("web", jobHCL("web", restartPolicy, web))
+	b.open(base + "/ui/jobs/web")
+	b.waitText("main", "Last healthy version", "version 1")
+	b.waitText(".diff", "+", "COLOR", "blue")
 	b.screenshot("job")
 
 	b.open(base + "/ui/allocations/" + appAlloc)

@@ -95,6 +95,8 @@ type Agent struct {
 	// a consumer's lease closed: restarting, so not handed to a new
 	// consumer, whose callbacks would fail. Guarded by mu.
 	brokerClosed map[launchKey]bool
+	// leases counts the broker leases held on each launch. Guarded by mu.
+	leases map[launchKey]int
 
 	// follower follows the registry's events of every plugin type.
 	follower *events.RegistryFollower

@@ -41,6 +41,13 @@ func (a *Agent) PluginReattach(_ context.Context, pluginType, name string) (*api
 // launchKey names one launch of a plugin.
 type launchKey struct{ typ, name, allocID, pid string }
 
+// brokerLeases counts the leases held on a launch.
+func (a *Agent) brokerLeases(k launchKey) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.leases[k]
+}
+
 // isBrokerClosed reports whether the launch had its broker closed by a
 // consumer's lease.
 func (a *Agent) isBrokerClosed(k launchKey) bool {
@@ -67,6 +74,20 @@ func (a *Agent) HoldBroker(ctx context.Context, pluginType, name, allocID string
 	if runCtx == nil {
 		return fmt.Errorf("the agent is not running: %w", api.ErrNotFound)
 	}
+	k := launchKey{pluginType, name, allocID, strconv.Itoa(pid)}
+	a.mu.Lock()
+	if a.leases == nil {
+		a.leases = map[launchKey]int{}
+	}
+	a.leases[k]++
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		if a.leases[k]--; a.leases[k] <= 0 {
+			delete(a.leases, k)
+		}
+		a.mu.Unlock()
+	}()
 	held()
 	select {
 	case <-ctx.Done():

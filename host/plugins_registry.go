@@ -99,6 +99,7 @@ func (a *Agent) RegisteredPlugin(_ context.Context, pluginType, name string) (*a
 		inst := apiconv.PluginInstance(p, registered && p.AllocID == act.AllocID)
 		h := instanceHealth(a.csi, a.health, p)
 		inst.Task, inst.Healthy, inst.HealthDescription, inst.CheckTime = taskOf[p.AllocID], h.healthy, h.description, h.at
+		inst.BrokerLeases = a.brokerLeases(launchKey{pluginType, name, p.AllocID, p.Options[supervisor.OptionGoPluginPid]})
 		if inst.Active {
 			out.Active = inst
 		}

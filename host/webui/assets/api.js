@@ -84,12 +84,15 @@ export async function stream(path, signal, onText) {
 // index `after` (null: from now on), calling onEvent for each, and
 // reconnects where it left off when the stream breaks, until signal ends.
 // Heartbeats are skipped.
-export async function events(after, signal, onEvent, onState) {
+export async function events(after, signal, onEvent, onState, topics) {
   let last = after;
   while (!signal.aborted) {
     let buf = '';
     try {
-      const q = last === null ? '' : '?index=' + last;
+      const params = new URLSearchParams();
+      if (last !== null) params.set('index', String(last));
+      for (const t of topics || []) params.append('topic', t);
+      const q = params.toString() ? '?' + params : '';
       onState && onState('live');
       await stream('/v1/event/stream' + q, signal, (text) => {
         buf += text;

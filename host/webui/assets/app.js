@@ -2,7 +2,7 @@
 // every page follows. Pages are functions (page(ctx, ...params)) that draw
 // into ctx.main and may return {onEvent(ev), dispose()}.
 
-import {h, on, replace, debounce} from './dom.js';
+import {h, on, replace} from './dom.js';
 import * as api from './api.js';
 import {jobsPage, jobPage} from './jobs.js';
 import {allocPage, logsPage} from './allocs.js';
@@ -53,8 +53,9 @@ function canWrite() {
 }
 
 // live loads a page's data now and again whenever an event it cares about
-// arrives (match), at most every 100 ms: the screen follows the agent
-// without a reload.
+// arrives (match): the screen follows the agent without a reload. A burst
+// of events is one load, 20 ms after the first of them, and a load asked
+// for while one runs runs once after it.
 function live(ctx, load, match) {
   let running = false;
   let again = false;
@@ -71,7 +72,11 @@ function live(ctx, load, match) {
       if (again && !ctx.signal.aborted) { again = false; run(); }
     }
   };
-  const soon = debounce(run, 100);
+  let timer = null;
+  const soon = () => {
+    if (timer) return;
+    timer = setTimeout(() => { timer = null; run(); }, 20);
+  };
   ctx.listeners.push((ev) => { if (match(ev)) soon(); });
   return run();
 }

@@ -42,12 +42,12 @@ function instanceTable(p) {
   if (!p) return h('p', {class: 'empty'}, 'None registered.');
   const rows = (p.Instances || []).map((i) => [link('/ui/allocations/' + enc(i.AllocID), h('code', {}, shortID(i.AllocID))),
     i.Active ? badge('active') : 'standby', badge(i.Healthy ? 'healthy' : 'unhealthy'), i.HealthDescription || '',
-    h('code', {}, i.SocketPath || ''), when(i.RegisteredAt)]);
+    h('code', {}, i.SocketPath || ''), when(i.RegisteredAt), String(i.BrokerLeases || 0)]);
   for (const w of p.Waiting || []) {
     rows.push([link('/ui/allocations/' + enc(w.AllocID), h('code', {}, shortID(w.AllocID))), 'not registered', badge('pending'),
-      w.HealthDescription || '', '', '']);
+      w.HealthDescription || '', '', '', '']);
   }
-  return table('', ['Allocation', 'Role', 'Health', 'Why', 'Socket', 'Registered'], rows);
+  return table('', ['Allocation', 'Role', 'Health', 'Why', 'Socket', 'Registered', 'Broker leases'], rows);
 }
 
 function infoBlock(title, infos, active) {
@@ -70,13 +70,21 @@ export async function csiPluginPage(ctx, id) {
   const fp = h('section', {'aria-labelledby': 'fp'});
   const hist = h('section', {'aria-labelledby': 'hist'});
   replace(ctx.main, head, inst, fp, hist);
-  const history = []; // health changes seen while the page is open
+  // Health over time: the plugin's health changes among the events the
+  // agent keeps (the last 4096), then the live ones.
+  const history = [];
   const drawHistory = () => replace(hist, h('h2', {id: 'hist'}, 'Health over time'),
     table('', ['When', 'Half', 'Allocation', 'Health', 'Why'], history.slice().reverse().map((e) =>
       [when(e.Time), e.Payload.PluginType, h('code', {}, shortID(e.Payload.AllocID)),
         badge(e.Payload.Plugin && e.Payload.Plugin.Healthy ? 'healthy' : 'unhealthy'), e.Payload.Message || '']),
-    'No change since this page opened.'));
+    'No health change kept.'));
   drawHistory();
+  api.events(0, ctx.signal, (ev) => {
+    if (ev.Key !== id || !ev.Payload || !ev.Payload.Plugin) return;
+    history.push(ev);
+    if (history.length > 200) history.shift();
+    drawHistory();
+  }, null, ['Plugin']);
   await ctx.live(async () => {
     const [p, ctl, node] = await Promise.all([api.get('/v1/plugin/csi/' + enc(id), ctx.signal),
       instances('csi-controller', id, ctx.signal), instances('csi-node', id, ctx.signal)]);
@@ -89,14 +97,7 @@ export async function csiPluginPage(ctx, id) {
       h('h3', {}, 'Node'), instanceTable(node));
     replace(fp, h('h2', {id: 'fp'}, 'Fingerprint'), infoBlock('Controllers', p.Controllers, p.ActiveController),
       infoBlock('Nodes', p.Nodes, p.ActiveNode));
-  }, (ev) => {
-    if (ev.Topic === 'Plugin' && ev.Key === id && ev.Payload && ev.Payload.Plugin) {
-      history.push(ev);
-      drawHistory();
-      return true;
-    }
-    return ev.Topic === 'Registry' || (ev.Topic === 'Plugin' && ev.Key && ev.Key.endsWith('/' + id));
-  });
+  }, (ev) => ev.Topic === 'Registry' || (ev.Topic === 'Plugin' && (ev.Key === id || (ev.Key && ev.Key.endsWith('/' + id)))));
 }
 
 export async function pluginsPage(ctx) {
