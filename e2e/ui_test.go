@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/pluginhost/pluginhost/api"
@@ -243,5 +245,40 @@ func TestUIStrangers(t *testing.T) {
 	reader.waitText("main", "Rollout")
 	if !eval[bool](reader, `[...document.querySelectorAll('.actions button')].every(b => b.disabled)`) {
 		t.Fatal("the read token's page has enabled action buttons")
+	}
+}
+
+// The UI is usable from the keyboard and readable in light and dark: the
+// first Tab reaches "Skip to content", the next ones the navigation, every
+// form field has a label, and with the system's dark scheme the page is
+// dark.
+func TestUIAccessible(t *testing.T) {
+	e := newEnv(t, "")
+	e.start()
+	b := newBrowser(t)
+	b.open(e.uiURL(t))
+	b.waitText("main", "Jobs")
+	b.run("tab", chromedp.KeyEvent("\t"))
+	if got := eval[string](b, `document.activeElement.textContent`); got != "Skip to content" {
+		t.Errorf("the first Tab reaches %q, want the skip link", got)
+	}
+	b.run("tab", chromedp.KeyEvent("\t"), chromedp.KeyEvent("\t"))
+	if got := eval[string](b, `document.activeElement.getAttribute('href') || ''`); !strings.HasPrefix(got, "/ui/") {
+		t.Errorf("Tab does not walk the navigation: focus on %q", got)
+	}
+	b.open(origin(t, e.uiURL(t)) + "/ui/events")
+	b.waitText("main", "Topic")
+	if n := eval[int](b, `[...document.querySelectorAll('input, select')].filter(el => !document.querySelector('label[for="' + el.id + '"]') && !el.getAttribute('aria-label')).length`); n != 0 {
+		t.Errorf("%d form fields without a label", n)
+	}
+	light := eval[string](b, `getComputedStyle(document.body).backgroundColor`)
+	b.run("dark scheme", chromedp.Action[chromedp.Void](func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+		return chromedp.Void{}, err
+	}))
+	dark := eval[string](b, `getComputedStyle(document.body).backgroundColor`)
+	if light == dark || dark != "rgb(21, 25, 23)" {
+		t.Errorf("background light %s, dark %s: want the dark scheme's", light, dark)
 	}
 }
