@@ -152,8 +152,10 @@ type Server struct {
 
 	// uiMu guards ui, the loopback listener a unix-socket server opens for
 	// the web UI on the first POST /v1/agent/ui (ui.go).
-	uiMu sync.Mutex
-	ui   *Server
+	uiMu     sync.Mutex
+	ui       *Server
+	uiDone   chan struct{} // closed when ui's Serve has returned
+	uiClosed bool          // set by Shutdown: open no listener after it
 }
 
 // NewServer validates cfg and starts listening, so that when it returns
@@ -249,6 +251,7 @@ func (s *Server) Serve(ctx context.Context) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() {
 		s.cancelBase()
+		s.stopUI(ctx)
 		err := s.http.Shutdown(ctx)
 		// http.Server.Shutdown closes only listeners Serve has seen; close
 		// ours in case Serve never ran. The error is "already closed".

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -56,20 +57,41 @@ func (s *Server) uiServer() (*Server, error) {
 	if s.ui != nil {
 		return s.ui, nil
 	}
+	if s.uiClosed {
+		return nil, fmt.Errorf("the agent is shutting down: %w", api.ErrUnavailable)
+	}
 	cfg := s.cfg
 	cfg.Addr = "127.0.0.1:0"
 	ui, err := NewServer(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open a loopback listener for the UI: %w", err)
 	}
-	s.ui = ui
-	// Owned by this server: its base context ends at Shutdown, and so
-	// does the UI's listener with it.
-	go func() {
+	s.ui, s.uiDone = ui, make(chan struct{})
+	// Owned by this server: its base context ends at Shutdown, and
+	// Shutdown waits for it (stopUI).
+	go func(done chan<- struct{}) {
+		defer close(done)
 		if err := ui.Serve(s.baseCtx); err != nil {
 			s.log.Warn("the UI's listener stopped", "error", err)
 		}
-	}()
+	}(s.uiDone)
 	s.log.Info("UI listening", "url", "http://"+ui.addr.Address+"/ui/")
 	return ui, nil
+}
+
+// stopUI stops the UI's loopback listener, if one was opened, and waits for
+// its Serve to return, so nothing of it outlives this server.
+func (s *Server) stopUI(ctx context.Context) {
+	s.uiMu.Lock()
+	s.uiClosed = true
+	ui, done := s.ui, s.uiDone
+	s.uiMu.Unlock()
+	if ui == nil {
+		return
+	}
+	_ = ui.Shutdown(ctx)
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }

@@ -173,16 +173,13 @@ func TestUIListener(t *testing.T) {
 	if err := s.srv.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_, err := http.Get(l.URL)
-		if err != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the UI's listener outlived its server")
-		}
-		time.Sleep(20 * time.Millisecond)
+	// Shutdown waits for the UI's listener: it is closed when it returns.
+	if resp, err := http.Get(l.URL); err == nil {
+		resp.Body.Close()
+		t.Fatal("the UI's listener outlived its server")
+	}
+	if _, err := s.client.UIListener(ctx); err == nil {
+		t.Error("a UI listener opened after Shutdown")
 	}
 }
 
