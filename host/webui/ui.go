@@ -26,11 +26,11 @@ type file struct {
 	raw, gz     []byte
 }
 
-// Handler serves the UI: /ui/assets/<name> from the embedded assets, every
-// other path under /ui/ the page (index.html). Assets are sent gzipped to
-// browsers that take it.
-func Handler() http.Handler {
+// load reads the embedded assets and gzips each once.
+func load() map[string]*file {
 	files := map[string]*file{}
+	// The tree is embedded: reading it cannot fail, and the tests serve
+	// every asset.
 	_ = fs.WalkDir(assets, "assets", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -51,6 +51,14 @@ func Handler() http.Handler {
 		files[name] = &file{name: name, ctype: ctype, raw: raw, gz: b.Bytes()}
 		return nil
 	})
+	return files
+}
+
+// Handler serves the UI: /ui/assets/<name> from the embedded assets, every
+// other path under /ui/ the page (index.html). Assets are sent gzipped to
+// browsers that take it.
+func Handler() http.Handler {
+	files := load()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", ContentSecurityPolicy)
@@ -88,21 +96,9 @@ func Handler() http.Handler {
 // Size is the assets' total size, raw and gzipped: the figure the UI's
 // budget is about (300 KB gzipped).
 func Size() (raw, gzipped int) {
-	_ = fs.WalkDir(assets, "assets", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := assets.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		var z bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
-		_, _ = zw.Write(b)
-		_ = zw.Close()
-		raw += len(b)
-		gzipped += z.Len()
-		return nil
-	})
+	for _, f := range load() {
+		raw += len(f.raw)
+		gzipped += len(f.gz)
+	}
 	return raw, gzipped
 }
